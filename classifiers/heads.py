@@ -1,0 +1,104 @@
+"""Calibrated linear heads over encoder features, stored without pickle.
+
+`CalibratedLinearHead` follows scikit-learn's conventions: the constructor stores parameters, `fit` learns state
+ending in `_`, `predict_proba` returns an (n, 2) array. The decision function is a class-balanced logistic
+regression; its scores are calibrated with Platt scaling fitted on out-of-fold decision values from a split grouped
+by scenario (a calibrator fitted on in-sample scores would be over-confident). The learned state is a handful of
+arrays, saved as `.npz` with a JSON sidecar: loading never executes code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+
+ARTIFACT_FORMAT = 1
+
+
+class NotFittedError(RuntimeError):
+    pass
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+
+
+class CalibratedLinearHead:
+    def __init__(self, C: float = 1.0, n_splits: int = 5, max_iter: int = 3000) -> None:
+        if not C > 0:
+            raise ValueError(f"C must be a float > 0. Got {C!r} instead.")
+        if not (isinstance(n_splits, int) and n_splits >= 2):
+            raise ValueError(f"n_splits must be an int >= 2. Got {n_splits!r} instead.")
+        self.C = C
+        self.n_splits = n_splits
+        self.max_iter = max_iter
+
+    def _linear(self) -> LogisticRegression:
+        return LogisticRegression(C=self.C, class_weight="balanced", max_iter=self.max_iter)
+
+    def out_of_fold_decision(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """Decision values for each row from a model that never saw that row's scenario."""
+        decision = np.empty(len(y), dtype=np.float64)
+        for train, test in GroupKFold(n_splits=self.n_splits).split(X, y, groups):
+            model = self._linear().fit(X[train], y[train])
+            decision[test] = model.decision_function(X[test])
+        return decision
+
+    def fit(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> "CalibratedLinearHead":
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.int64)
+        if set(np.unique(y)) != {0, 1}:
+            raise ValueError("y must hold both classes 0 and 1")
+        self.oof_decision_ = self.out_of_fold_decision(X, y, np.asarray(groups))
+        platt = LogisticRegression(C=1e6, max_iter=1000).fit(self.oof_decision_.reshape(-1, 1), y)
+        self.platt_a_ = float(platt.coef_[0, 0])
+        self.platt_b_ = float(platt.intercept_[0])
+        linear = self._linear().fit(X, y)
+        self.coef_ = linear.coef_[0].astype(np.float64)
+        self.intercept_ = float(linear.intercept_[0])
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("this head is not fitted: call fit() or load() first")
+
+    def calibrate(self, decision: np.ndarray) -> np.ndarray:
+        self._check_fitted()
+        return _sigmoid(self.platt_a_ * np.asarray(decision) + self.platt_b_)
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        self._check_fitted()
+        return np.asarray(X, dtype=np.float64) @ self.coef_ + self.intercept_
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        positive = self.calibrate(self.decision_function(X))
+        return np.column_stack([1.0 - positive, positive])
+
+    # -- persistence -----------------------------------------------------------------------------------------------
+    def save(self, stem: Path, metadata: dict[str, Any]) -> None:
+        self._check_fitted()
+        np.savez(
+            stem.with_suffix(".npz"),
+            coef=self.coef_.astype(np.float32),
+            intercept=np.float64(self.intercept_),
+            platt=np.array([self.platt_a_, self.platt_b_], dtype=np.float64),
+        )
+        meta = {"format": ARTIFACT_FORMAT, "C": self.C, **metadata}
+        stem.with_suffix(".json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, stem: Path) -> tuple["CalibratedLinearHead", dict[str, Any]]:
+        meta = json.loads(stem.with_suffix(".json").read_text())
+        if meta.get("format") != ARTIFACT_FORMAT:
+            raise ValueError(f"{stem}.json: artifact format {meta.get('format')!r} is not {ARTIFACT_FORMAT}")
+        with np.load(stem.with_suffix(".npz"), allow_pickle=False) as arrays:
+            head = cls(C=float(meta["C"]))
+            head.coef_ = arrays["coef"].astype(np.float64)
+            head.intercept_ = float(arrays["intercept"])
+            head.platt_a_, head.platt_b_ = (float(v) for v in arrays["platt"])
+        return head, meta

@@ -1,0 +1,229 @@
+"""`couchguard train`: rebuild every signal head and its model card from the corpora, deterministically.
+
+Evaluation in the model cards holds out whole scenarios (5-fold GroupKFold over scenario slugs): a random split
+would put paraphrases of the same situation on both sides and overstate quality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from .corpus import CorpusRow, corpus_hash, load_all
+from .encoder import Encoder, shared_encoder
+from .features import Featurizer
+from .heads import CalibratedLinearHead
+from .scorer import ARTIFACTS_DIR
+from .signals import SIGNALS, SignalSpec
+
+CARDS_DIR = Path(__file__).resolve().parent / "cards"
+FEATURES_VERSION = "window+context+product/v1"
+# Recall the shipped threshold must keep on held-out scenarios. Missing a suicidal user is the costliest error.
+TARGET_RECALL = {"user.suicide": 0.98}
+DEFAULT_TARGET_RECALL = 0.95
+
+
+@dataclass
+class SignalReport:
+    signal: str
+    positives: int
+    negatives_own: int
+    hard_negatives: int
+    negatives_pooled: int
+    scenarios: int
+    roc_auc: float
+    threshold: float
+    precision: float
+    recall: float
+    false_alarm_rate: float
+    hard_negative_false_alarm_rate: float
+
+
+def training_set(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:
+    """The signal's own rows plus, for harm signals, the benign rows of every other corpus on the same side."""
+    rows = list(corpora[spec.name])
+    if spec.kind == "harm":
+        for name, other in corpora.items():
+            if name != spec.name and SIGNALS[name].side == spec.side:
+                rows.extend(row for row in other if row.label == 0)
+    return rows
+
+
+def choose_threshold(scores: np.ndarray, labels: np.ndarray, target_recall: float) -> float:
+    """The highest threshold whose recall on held-out scenarios reaches the target."""
+    positives = np.sort(scores[labels == 1])[::-1]
+    if len(positives) == 0:
+        return 0.5
+    needed = int(np.ceil(target_recall * len(positives)))
+    return float(np.round(positives[needed - 1] - 1e-6, 6))
+
+
+def _embedding_cache(encoder: Encoder) -> tuple[dict[str, np.ndarray], Path]:
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "couchguard"
+    path = root / f"embeddings-{hashlib.sha1(encoder.identity_.encode()).hexdigest()[:12]}.npz"
+    cache: dict[str, np.ndarray] = {}
+    if path.exists():
+        with np.load(path, allow_pickle=False) as stored:
+            keys = [str(k) for k in stored["texts"]]
+            cache = dict(zip(keys, stored["vectors"]))
+    return cache, path
+
+
+def _save_cache(cache: dict[str, np.ndarray], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    texts = list(cache)
+    np.savez(path, texts=np.array(texts, dtype=str), vectors=np.stack([cache[t] for t in texts]))
+
+
+def train(
+    artifacts_dir: Path = ARTIFACTS_DIR,
+    cards_dir: Path = CARDS_DIR,
+    *,
+    encoder: Encoder | None = None,
+    signals: list[str] | None = None,
+    use_cache: bool = True,
+    log=print,
+) -> list[SignalReport]:
+    encoder = encoder or shared_encoder()
+    corpora = load_all()
+    stamp = corpus_hash()
+    cache, cache_path = _embedding_cache(encoder) if use_cache else ({}, None)
+    featurizer = Featurizer(encoder, cache)
+    artifacts_dir.mkdir(parents=True, exist_ok=True)
+    cards_dir.mkdir(parents=True, exist_ok=True)
+    reports = []
+    for name in signals or list(SIGNALS):
+        spec = SIGNALS[name]
+        rows = training_set(spec, corpora)
+        features = featurizer.featurize([row.conversation for row in rows], spec.side)
+        owner = np.concatenate([np.full(len(f.chunks), i) for i, f in enumerate(features)])
+        X = np.vstack([f.matrix for f in features])
+        y = np.array([rows[i].label for i in owner])
+        groups = np.array([rows[i].group for i in owner])
+        head = CalibratedLinearHead().fit(X, y, groups)
+        # row-level held-out scores: a row is as risky as its riskiest window, as at runtime
+        window_scores = head.calibrate(head.oof_decision_)
+        row_scores = np.full(len(rows), -np.inf)
+        np.maximum.at(row_scores, owner, window_scores)
+        labels = np.array([row.label for row in rows])
+        kinds = np.array([row.kind for row in rows])
+        own = np.array([row.signal == name for row in rows])
+        target = TARGET_RECALL.get(name, DEFAULT_TARGET_RECALL)
+        threshold = choose_threshold(row_scores, labels, target) if spec.kind == "harm" else _best_f1(row_scores, labels)
+        report = _report(spec, rows, labels, kinds, own, row_scores, threshold)
+        reports.append(report)
+        metadata = {
+            "signal": name,
+            "side": spec.side,
+            "encoder": encoder.identity_,
+            "features": FEATURES_VERSION,
+            "corpus_hash": stamp,
+            "threshold": threshold,
+            "training_rows": len(rows),
+            "metrics": {k: v for k, v in report.__dict__.items() if k != "signal"},
+        }
+        head.save(artifacts_dir / name, metadata)
+        (cards_dir / f"{name}.md").write_text(_card(spec, report, target, stamp))
+        log(f"{name:24s} auc={report.roc_auc:.3f} thr={threshold:.3f} recall={report.recall:.3f} "
+            f"precision={report.precision:.3f} fa={report.false_alarm_rate:.3f} hard_fa={report.hard_negative_false_alarm_rate:.3f}")
+    if cache_path is not None:
+        _save_cache(cache, cache_path)
+    if signals is None:
+        (cards_dir / "README.md").write_text(_summary(reports, stamp))
+    return reports
+
+
+def _best_f1(scores: np.ndarray, labels: np.ndarray) -> float:
+    best, best_f1 = 0.5, -1.0
+    for threshold in np.unique(np.round(scores, 4)):
+        predicted = scores >= threshold
+        tp = int((predicted & (labels == 1)).sum())
+        f1 = 2 * tp / max(1, predicted.sum() + (labels == 1).sum())
+        if f1 > best_f1:
+            best, best_f1 = float(threshold), f1
+    return best
+
+
+def _report(spec, rows, labels, kinds, own, scores, threshold) -> SignalReport:
+    flagged = scores >= threshold
+    positives = labels == 1
+    negatives = ~positives
+    hard = kinds == "hard_negative"
+    return SignalReport(
+        signal=spec.name,
+        positives=int(positives.sum()),
+        negatives_own=int((negatives & own).sum()),
+        hard_negatives=int((hard & own).sum()),
+        negatives_pooled=int((negatives & ~own).sum()),
+        scenarios=len({row.group for row in rows}),
+        roc_auc=float(roc_auc_score(labels, scores)),
+        threshold=threshold,
+        precision=float((flagged & positives).sum() / max(1, flagged.sum())),
+        recall=float((flagged & positives).sum() / max(1, positives.sum())),
+        false_alarm_rate=float((flagged & negatives).sum() / max(1, negatives.sum())),
+        hard_negative_false_alarm_rate=float((flagged & hard).sum() / max(1, hard.sum())),
+    )
+
+
+def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str) -> str:
+    rule = (f"the highest threshold keeping recall >= {target:.2f} on held-out scenarios" if spec.kind == "harm"
+            else "the threshold with the best F1 on held-out scenarios")
+    return f"""# Model card: `{spec.name}`
+
+{spec.description}.
+
+| | |
+|---|---|
+| side | {spec.side} ({spec.kind} signal) |
+| encoder | all-MiniLM-L6-v2 (frozen), mean-pooled, windows of 250 word pieces |
+| head | class-balanced logistic regression on `[turn, context, turn x context]`, Platt-calibrated out of fold |
+| corpus | {r.positives} positives; {r.negatives_own} own negatives ({r.hard_negatives} hard); {r.negatives_pooled} benign rows pooled from the other {spec.side} corpora |
+| scenarios | {r.scenarios} |
+| corpus hash | `{stamp[:16]}` |
+
+## Held-out quality (5-fold, whole scenarios held out)
+
+| metric | value |
+|---|---|
+| ROC-AUC | {r.roc_auc:.3f} |
+| shipped threshold | {r.threshold:.3f} ({rule}) |
+| recall at threshold | {r.recall:.3f} |
+| precision at threshold | {r.precision:.3f} |
+| false-alarm rate on all negatives | {r.false_alarm_rate:.3f} |
+| false-alarm rate on hard negatives | {r.hard_negative_false_alarm_rate:.3f} |
+
+The threshold is chosen on the same out-of-fold scores it is reported on, so recall and precision at the threshold
+are slightly optimistic; ROC-AUC is not affected. Figures on third-party evaluation text, which the model never saw,
+are in `benchmarks/` and the README.
+
+## Limits
+- English only: other languages get a defined score, but it is not validated.
+- The corpus is written by this project; real users will phrase things it does not anticipate.
+"""
+
+
+def _summary(reports: list[SignalReport], stamp: str) -> str:
+    lines = [
+        "# Model cards",
+        "",
+        f"Corpus hash `{stamp[:16]}`. Held-out figures: 5-fold GroupKFold over scenarios.",
+        "",
+        "| signal | positives | negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in reports:
+        lines.append(
+            f"| [`{r.signal}`]({r.signal}.md) | {r.positives} | {r.negatives_own} / {r.negatives_pooled} | {r.roc_auc:.3f} | "
+            f"{r.threshold:.3f} | {r.recall:.3f} | {r.precision:.3f} | {r.false_alarm_rate:.3f} | {r.hard_negative_false_alarm_rate:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def metrics_table(artifacts_dir: Path = ARTIFACTS_DIR) -> dict[str, dict]:
+    return {name: json.loads((artifacts_dir / f"{name}.json").read_text())["metrics"] for name in SIGNALS}

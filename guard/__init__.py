@@ -1,0 +1,1 @@
+"""couchguard runtime: the guard pipeline, actions, proxy, audit log and CLI."""

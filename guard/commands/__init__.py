@@ -1,0 +1,1 @@
+"""Subcommands of the `couchguard` CLI; each module exposes add_parser(subparsers)."""

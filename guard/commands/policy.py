@@ -1,0 +1,101 @@
+"""`couchguard policy check FILE...` and `couchguard policy explain NAME|PATH`."""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+CRITERIA_FILE = Path(__file__).resolve().parents[2] / "policies" / "data" / "criteria.yaml"
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("policy", help="validate or explain policy files")
+    actions = parser.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
+    check = actions.add_parser("check", help="validate policy files; exit 1 and list every problem if invalid")
+    check.add_argument("files", nargs="+")
+    check.set_defaults(run=run_check)
+    explain = actions.add_parser("explain", help="print every rule with its criterion and guideline sources")
+    explain.add_argument("policy")
+    explain.set_defaults(run=run_explain)
+    listing = actions.add_parser("list", help="list the shipped policies")
+    listing.set_defaults(run=run_list)
+
+
+@lru_cache(maxsize=1)
+def criteria() -> dict:
+    return yaml.safe_load(CRITERIA_FILE.read_text(encoding="utf-8"))
+
+
+def run_check(args) -> int:
+    from ..policy import PolicyError, load_policy
+
+    failed = 0
+    for file in args.files:
+        try:
+            policy = load_policy(file)
+        except PolicyError as exc:
+            failed += 1
+            print(f"{file}: INVALID ({len(exc.problems)} problem{'s' if len(exc.problems) != 1 else ''})")
+            for problem in exc.problems:
+                print(f"  {problem}")
+        else:
+            print(f"{file}: ok ({policy.name}: {len(policy.input_rules)} input rules, "
+                  f"{len(policy.output_rules)} output rules)")
+    return 1 if failed else 0
+
+
+def _condition_text(condition) -> str:
+    from ..policy.schema import AllCondition, AnyCondition, NotCondition, SignalCondition
+
+    if isinstance(condition, SignalCondition):
+        limit = f" >= {condition.at_least}" if condition.at_least is not None else " >= threshold"
+        return f"{condition.signal}{limit}"
+    if isinstance(condition, AllCondition):
+        return "(" + " AND ".join(_condition_text(c) for c in condition.all) + ")"
+    if isinstance(condition, AnyCondition):
+        return "(" + " OR ".join(_condition_text(c) for c in condition.any) + ")"
+    if isinstance(condition, NotCondition):
+        return f"NOT {_condition_text(condition.not_)}"
+    return repr(condition)
+
+
+def run_explain(args) -> int:
+    from ..policy import PolicyError, load_policy
+
+    try:
+        policy = load_policy(args.policy)
+    except PolicyError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    table = criteria()
+    out = sys.stdout
+    out.write(f"# {policy.name}\n{policy.description.strip()}\n\n")
+    out.write(f"locale {policy.locale} | fail mode {policy.fail_mode} | observe only {policy.observe_only}\n")
+    if policy.thresholds:
+        out.write("thresholds: " + ", ".join(f"{k}={v}" for k, v in policy.thresholds.items()) + "\n")
+    for rail, rules in (("input", policy.input_rules), ("output", policy.output_rules)):
+        out.write(f"\n## {rail} rules\n")
+        for rule in rules:
+            criterion = table.get(rule.criterion, {})
+            extra = rule.instruction or rule.template or ""
+            out.write(f"\n- {rule.id}: {rule.action}{' + escalate' if rule.escalate else ''}"
+                      f"{f' ({extra})' if extra else ''}\n")
+            out.write(f"  when {_condition_text(rule.when)}\n")
+            if rule.description:
+                out.write(f"  {rule.description}\n")
+            out.write(f"  criterion: {criterion.get('title', rule.criterion)} - {criterion.get('summary', '')}\n")
+            sources = criterion.get("guidelines") or [criterion.get("source", "")]
+            out.write(f"  sources: {criterion.get('source', '')}; " + ", ".join(sources) + "\n"
+                      if criterion.get("guidelines") else f"  sources: {criterion.get('source', '')}\n")
+    return 0
+
+
+def run_list(args) -> int:
+    from ..policy import load_policy, shipped_policies
+
+    for name in shipped_policies():
+        print(f"{name:20s} {load_policy(name).description.strip().splitlines()[0][:90]}")
+    return 0

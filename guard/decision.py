@@ -1,0 +1,46 @@
+"""The result of a rail, as every surface (library, CLI, proxy, bench, audit) sees it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Rail = Literal["input", "output"]
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rail: Rail
+    action: str
+    rules: list[str] = Field(default_factory=list)
+    criteria: list[str] = Field(default_factory=list)
+    flagged: list[str] = Field(default_factory=list)
+    signals: dict[str, float] = Field(default_factory=dict)
+    escalate: bool = False
+    # what the user receives; None when the model is simply called (input allow/steer)
+    text: str | None = None
+    # input steer: the messages sent upstream instead of the original ones
+    upstream_messages: list[dict[str, Any]] | None = None
+    # output thresholds lowered for this conversation by input rules that fired
+    tightened: dict[str, float] = Field(default_factory=dict)
+    # rewrite: the strategy that produced `text`, and what was tried before it
+    strategy: str | None = None
+    attempts: list[str] = Field(default_factory=list)
+
+    def contract(self) -> dict[str, Any]:
+        """The `couchguard check` line shape (ARCHITECTURE "CLI contracts"), without the id."""
+        return {
+            "rail": self.rail,
+            "action": self.action,
+            "rules": self.rules,
+            "flagged": self.flagged,
+            "signals": self.signals,
+            "escalate": self.escalate,
+            "text": self.text,
+        }
+
+    @property
+    def delivers_model_text(self) -> bool:
+        return self.action in ("allow", "annotate")

@@ -1,0 +1,58 @@
+import pytest
+
+from classifiers.conversation import ConversationError, clean_text, parse_conversation
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        (None, "messages must be a list"),
+        ("hello", "messages must be a list"),
+        ([], "messages is empty"),
+        ([42], r"messages\[0\] must be an object"),
+        ([{"content": "hi"}], r"messages\[0\].role is missing"),
+        ([{"role": "robot", "content": "hi"}], r"messages\[0\].role 'robot' is unknown"),
+        ([{"role": "user"}], r"messages\[0\].content is missing"),
+        ([{"role": "user", "content": 7}], r"messages\[0\].content must be a string or a list"),
+        ([{"role": "user", "content": {"text": "hi"}}], "got dict"),
+        ([{"role": "user", "content": [{"type": "text", "text": 3}]}], r"content\[0\].text must be a string"),
+        ([{"role": "user", "content": [5]}], r"content\[0\] must be a text part"),
+        ([{"role": "system", "content": "be nice"}], "no user or assistant turn"),
+    ],
+)
+def test_bad_conversations_get_a_clear_error(messages, expected):
+    with pytest.raises(ConversationError, match=expected):
+        parse_conversation(messages)
+
+
+def test_content_parts_are_joined_and_non_text_parts_ignored():
+    conversation = parse_conversation([
+        {"role": "user", "content": [
+            {"type": "text", "text": "first"},
+            {"type": "image_url", "image_url": {"url": "data:..."}},
+            {"type": "text", "text": "second"},
+        ]}
+    ])
+    assert conversation.last.content == "first\nsecond"
+
+
+def test_size_limit_names_the_message():
+    big = "a" * 1_000_001
+    with pytest.raises(ConversationError, match=r"exceeds 200000 characters at messages\[1\]"):
+        parse_conversation([{"role": "user", "content": "hi"}, {"role": "user", "content": big}])
+    assert parse_conversation([{"role": "user", "content": big}], max_chars=2_000_000).last.content == big
+
+
+def test_binary_junk_is_cleaned_not_fatal():
+    junk = "ok\x00\x01\x02\ud800 fine\x7f\ttab\nline"
+    assert clean_text(junk) == "ok? fine\ttab\nline"
+    assert parse_conversation([{"role": "user", "content": junk}]).last.content == "ok? fine\ttab\nline"
+
+
+def test_assistant_tool_call_without_content_is_accepted():
+    conversation = parse_conversation([
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+    ])
+    assert conversation.last.content == ""
+    assert conversation.last_user_index == 0
