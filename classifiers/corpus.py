@@ -63,8 +63,8 @@ def load_corpus(spec: SignalSpec, path: Path | None = None) -> list[CorpusRow]:
     return rows
 
 
-def load_all() -> dict[str, list[CorpusRow]]:
-    return {name: load_corpus(spec) for name, spec in SIGNALS.items()}
+def load_all(sides: tuple[str, ...] = ("user", "assistant")) -> dict[str, list[CorpusRow]]:
+    return {name: load_corpus(spec) for name, spec in SIGNALS.items() if spec.side in sides}
 
 
 def corpus_files() -> list[Path]:

@@ -48,18 +48,24 @@ def scored_turn_index(conversation: Conversation, side: Side) -> int | None:
     return conversation.last_user_index
 
 
-def _plan(conversation: Conversation, side: Side, encoder: Encoder) -> _Plan | None:
+def context_texts(conversation: Conversation, side: Side) -> tuple[int, list[tuple[str, float]]]:
+    """(index of the scored turn, [(context text, weight)]); raises ValueError when the side has no turn."""
     index = scored_turn_index(conversation, side)
     if index is None:
-        return None
+        raise ValueError(f"no {side} turn to score")
     earlier_users = conversation.user_turns(upto=index)[-CONTEXT_TURNS:]
     if side == "user":
-        context = tuple((text, 1.0) for text in earlier_users)
-    else:
-        weights = [1.0] * (len(earlier_users) - 1) + [2.0] if earlier_users else []
-        context = tuple(zip(earlier_users, weights))
+        return index, [(text, 1.0) for text in earlier_users]
+    weights = [1.0] * (len(earlier_users) - 1) + [2.0] if earlier_users else []
+    return index, list(zip(earlier_users, weights))
+
+
+def _plan(conversation: Conversation, side: Side, encoder: Encoder) -> _Plan | None:
+    if scored_turn_index(conversation, side) is None:
+        return None
+    index, context = context_texts(conversation, side)
     chunks = tuple(encoder.chunks(conversation.messages[index].content))
-    return _Plan(side=side, turn_index=index, chunks=chunks, context=context)
+    return _Plan(side=side, turn_index=index, chunks=chunks, context=tuple(context))
 
 
 class Featurizer:

@@ -1,0 +1,48 @@
+"""The training corpora meet the bar every signal is promised: size, hard negatives, scenarios, format."""
+
+from collections import Counter
+
+import pytest
+
+from classifiers.corpus import CorpusError, corpus_hash, load_corpus
+from classifiers.signals import SIGNALS, SignalSpec
+
+
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_corpus_size_and_hard_negatives(name):
+    rows = load_corpus(SIGNALS[name])
+    kinds = Counter(row.kind for row in rows)
+    negatives = kinds["negative"] + kinds["hard_negative"]
+    assert kinds["positive"] >= 150
+    assert negatives >= 300
+    assert kinds["hard_negative"] >= negatives / 3
+    scenarios = Counter(row.scenario for row in rows)
+    assert len(scenarios) >= 60
+    multi_turn = sum(len(row.conversation.messages) > 1 for row in rows)
+    assert multi_turn / len(rows) >= 0.2
+
+
+@pytest.mark.parametrize("name", list(SIGNALS))
+def test_corpus_varies_in_length_and_register(name):
+    last = [row.conversation.last.content for row in load_corpus(SIGNALS[name])]
+    lengths = sorted(len(text.split()) for text in last)
+    assert lengths[0] <= 25 and lengths[-1] >= 100
+    if SIGNALS[name].side == "user":
+        assert sum(text == text.lower() for text in last) / len(last) >= 0.2  # people type in lowercase
+
+
+def test_corpus_errors_name_the_line(tmp_path):
+    spec = SignalSpec("user.suicide", "user", "harm", "")
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"scenario": "s", "label": 1, "kind": "positive", "messages": [{"role": "user", "content": "x"}]}\n'
+                    '{"scenario": "s", "label": 0, "kind": "positive", "messages": []}\n')
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: label 0 does not match kind 'positive'"):
+        load_corpus(spec, path)
+    path.write_text('{"scenario": "s", "label": 1, "kind": "positive", "messages": [{"role": "assistant", "content": "x"}]}\n')
+    with pytest.raises(CorpusError, match=r"c.jsonl:1: the last message must be a user turn"):
+        load_corpus(spec, path)
+
+
+def test_corpus_hash_is_stable():
+    assert corpus_hash() == corpus_hash()
+    assert len(corpus_hash()) == 64
