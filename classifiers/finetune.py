@@ -181,7 +181,7 @@ def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTune
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            total, count = total + float(loss) * len(batch), count + len(batch)
+            total, count = total + float(loss.detach()) * len(batch), count + len(batch)
         history.append(total / count)
         log(f"epoch {epoch + 1}/{config.epochs}: loss {history[-1]:.4f} ({time.perf_counter() - started:.0f}s)")
 

@@ -20,6 +20,11 @@ from sklearn.model_selection import GroupKFold
 ARTIFACT_FORMAT = 1
 
 
+def artifact_path(stem: Path, suffix: str) -> Path:
+    """`artifacts/user.suicide` + `.npz`; not `with_suffix`, which would replace the `.suicide` part of the name."""
+    return stem.parent / f"{stem.name}{suffix}"
+
+
 class NotFittedError(RuntimeError):
     pass
 
@@ -49,16 +54,37 @@ class CalibratedLinearHead:
             decision[test] = model.decision_function(X[test])
         return decision
 
-    def fit(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> "CalibratedLinearHead":
+    def fit(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
+            held_out: np.ndarray | None = None) -> "CalibratedLinearHead":
+        """Fit the linear model and its calibration.
+
+        Without `held_out`, calibration uses out-of-fold decision values (GroupKFold over `groups`) and the linear
+        model is then fitted on all rows. With a boolean `held_out` mask (rows whose scenarios the encoder never
+        saw), the linear model is fitted on the other rows and calibrated on the held-out ones; `oof_decision_`
+        then holds decision values for held-out rows and NaN elsewhere.
+        """
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.int64)
         if set(np.unique(y)) != {0, 1}:
             raise ValueError("y must hold both classes 0 and 1")
-        self.oof_decision_ = self.out_of_fold_decision(X, y, np.asarray(groups))
-        platt = LogisticRegression(C=1e6, max_iter=1000).fit(self.oof_decision_.reshape(-1, 1), y)
+        if held_out is None:
+            self.oof_decision_ = self.out_of_fold_decision(X, y, np.asarray(groups))
+            calibration_rows = np.ones(len(y), dtype=bool)
+            linear = self._linear().fit(X, y)
+        else:
+            held_out = np.asarray(held_out, dtype=bool)
+            if set(np.unique(y[held_out])) != {0, 1} or set(np.unique(y[~held_out])) != {0, 1}:
+                raise ValueError("held-out and training rows must each hold both classes")
+            linear = self._linear().fit(X[~held_out], y[~held_out])
+            self.oof_decision_ = np.full(len(y), np.nan)
+            self.oof_decision_[held_out] = linear.decision_function(X[held_out])
+            calibration_rows = held_out
+        # Balanced Platt scaling: the corpora pool many benign rows, so their base rate says nothing about traffic.
+        # Probabilities are calibrated for even prior odds; a product with known prevalence can shift thresholds.
+        platt = LogisticRegression(C=1e6, max_iter=1000, class_weight="balanced").fit(
+            self.oof_decision_[calibration_rows].reshape(-1, 1), y[calibration_rows])
         self.platt_a_ = float(platt.coef_[0, 0])
         self.platt_b_ = float(platt.intercept_[0])
-        linear = self._linear().fit(X, y)
         self.coef_ = linear.coef_[0].astype(np.float64)
         self.intercept_ = float(linear.intercept_[0])
         return self
@@ -83,20 +109,20 @@ class CalibratedLinearHead:
     def save(self, stem: Path, metadata: dict[str, Any]) -> None:
         self._check_fitted()
         np.savez(
-            stem.with_suffix(".npz"),
+            artifact_path(stem, ".npz"),
             coef=self.coef_.astype(np.float32),
             intercept=np.float64(self.intercept_),
             platt=np.array([self.platt_a_, self.platt_b_], dtype=np.float64),
         )
         meta = {"format": ARTIFACT_FORMAT, "C": self.C, **metadata}
-        stem.with_suffix(".json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        artifact_path(stem, ".json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, stem: Path) -> tuple["CalibratedLinearHead", dict[str, Any]]:
-        meta = json.loads(stem.with_suffix(".json").read_text())
+        meta = json.loads(artifact_path(stem, ".json").read_text())
         if meta.get("format") != ARTIFACT_FORMAT:
             raise ValueError(f"{stem}.json: artifact format {meta.get('format')!r} is not {ARTIFACT_FORMAT}")
-        with np.load(stem.with_suffix(".npz"), allow_pickle=False) as arrays:
+        with np.load(artifact_path(stem, ".npz"), allow_pickle=False) as arrays:
             head = cls(C=float(meta["C"]))
             head.coef_ = arrays["coef"].astype(np.float64)
             head.intercept_ = float(arrays["intercept"])

@@ -13,7 +13,7 @@ import numpy as np
 from .conversation import Conversation
 from .encoder import Encoder, shared_encoder
 from .features import Featurizer, SideFeatures, combine, context_of
-from .heads import CalibratedLinearHead
+from .heads import CalibratedLinearHead, artifact_path
 from .signals import SIGNALS, Side
 
 ARTIFACTS_DIR = Path(__file__).resolve().parent / "artifacts"
@@ -55,7 +55,7 @@ class SignalScorer:
         metadata: dict[str, dict] = {}
         for name in SIGNALS:
             stem = self.artifacts_dir / name
-            if not stem.with_suffix(".npz").exists():
+            if not artifact_path(stem, ".npz").exists():
                 raise ArtifactError(f"no trained head for {name} in {self.artifacts_dir}: run `couchguard train`")
             head, meta = CalibratedLinearHead.load(stem)
             if meta.get("encoder") != encoder.identity_:
@@ -81,15 +81,20 @@ class SignalScorer:
         return float(self.metadata_[signal]["threshold"])
 
     # -- scoring ---------------------------------------------------------------------------------------------------
-    def score(self, conversation: Conversation) -> dict[str, SignalResult]:
-        return self.score_many([conversation])[0]
+    def score(self, conversation: Conversation, sides: tuple[Side, ...] = ("user", "assistant")) -> dict[str, SignalResult]:
+        return self.score_many([conversation], sides)[0]
 
-    def score_many(self, conversations: list[Conversation]) -> list[dict[str, SignalResult]]:
-        """Score a batch; each message text is encoded once for the whole batch."""
+    def score_many(self, conversations: list[Conversation],
+                   sides: tuple[Side, ...] = ("user", "assistant")) -> list[dict[str, SignalResult]]:
+        """Score a batch; each message text is encoded once for the whole batch.
+
+        `sides` limits the work to user or assistant signals, e.g. when the input rail has already scored the user
+        turns that a response answers.
+        """
         self._check_loaded()
         featurizer = Featurizer(self.encoder_)
         results: list[dict[str, SignalResult]] = [{} for _ in conversations]
-        for side in ("user", "assistant"):
+        for side in sides:
             names = [name for name, spec in SIGNALS.items() if spec.side == side]
             for result, features in zip(results, featurizer.featurize(conversations, side)):
                 if features is not None:

@@ -18,6 +18,7 @@ from sklearn.metrics import roc_auc_score
 from .corpus import CorpusRow, corpus_hash, load_all
 from .encoder import Encoder, shared_encoder
 from .features import Featurizer
+from .finetune import FINETUNE_META, is_holdout
 from .heads import CalibratedLinearHead
 from .scorer import ARTIFACTS_DIR
 from .signals import SIGNALS, SignalSpec
@@ -91,6 +92,8 @@ def train(
     log=print,
 ) -> list[SignalReport]:
     encoder = encoder or shared_encoder()
+    # a fine-tuned encoder has seen most scenarios: evaluate, calibrate and pick thresholds on the ones it has not
+    tuned = (encoder.resolved_path_ / FINETUNE_META).exists()
     corpora = load_all()
     stamp = corpus_hash()
     cache, cache_path = _embedding_cache(encoder) if use_cache else ({}, None)
@@ -106,11 +109,15 @@ def train(
         X = np.vstack([f.matrix for f in features])
         y = np.array([rows[i].label for i in owner])
         groups = np.array([rows[i].group for i in owner])
-        head = CalibratedLinearHead().fit(X, y, groups)
+        held_out = np.array([is_holdout(g) for g in groups]) if tuned else None
+        head = CalibratedLinearHead().fit(X, y, groups, held_out=held_out)
         # row-level held-out scores: a row is as risky as its riskiest window, as at runtime
-        window_scores = head.calibrate(head.oof_decision_)
+        window_scores = head.calibrate(np.nan_to_num(head.oof_decision_, nan=-np.inf))
         row_scores = np.full(len(rows), -np.inf)
         np.maximum.at(row_scores, owner, window_scores)
+        evaluated = np.array([is_holdout(row.group) for row in rows]) if tuned else np.ones(len(rows), dtype=bool)
+        rows = [row for row, keep in zip(rows, evaluated) if keep]
+        row_scores = row_scores[evaluated]
         labels = np.array([row.label for row in rows])
         kinds = np.array([row.kind for row in rows])
         own = np.array([row.signal == name for row in rows])
@@ -125,17 +132,19 @@ def train(
             "features": FEATURES_VERSION,
             "corpus_hash": stamp,
             "threshold": threshold,
-            "training_rows": len(rows),
+            "evaluation": "held-out fifth of scenarios (unseen by the fine-tuned encoder)" if tuned
+                          else "5-fold GroupKFold over scenarios",
+            "training_rows": int(len(X)),
             "metrics": {k: v for k, v in report.__dict__.items() if k != "signal"},
         }
         head.save(artifacts_dir / name, metadata)
-        (cards_dir / f"{name}.md").write_text(_card(spec, report, target, stamp))
+        (cards_dir / f"{name}.md").write_text(_card(spec, report, target, stamp, tuned))
         log(f"{name:24s} auc={report.roc_auc:.3f} thr={threshold:.3f} recall={report.recall:.3f} "
             f"precision={report.precision:.3f} fa={report.false_alarm_rate:.3f} hard_fa={report.hard_negative_false_alarm_rate:.3f}")
     if cache_path is not None:
         _save_cache(cache, cache_path)
     if signals is None:
-        (cards_dir / "README.md").write_text(_summary(reports, stamp))
+        (cards_dir / "README.md").write_text(_summary(reports, stamp, tuned))
     return reports
 
 
@@ -171,9 +180,14 @@ def _report(spec, rows, labels, kinds, own, scores, threshold) -> SignalReport:
     )
 
 
-def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str) -> str:
+def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: bool) -> str:
     rule = (f"the highest threshold keeping recall >= {target:.2f} on held-out scenarios" if spec.kind == "harm"
             else "the threshold with the best F1 on held-out scenarios")
+    encoder = ("all-MiniLM-L6-v2 with its top two layers fine-tuned on the corpora (`couchguard train --finetune`)"
+               if tuned else "all-MiniLM-L6-v2 (frozen)")
+    evaluation = ("the fifth of scenarios held out from fine-tuning and from the head (whole scenarios)" if tuned
+                  else "5-fold, whole scenarios held out")
+    calibration = "on the held-out scenarios" if tuned else "out of fold"
     return f"""# Model card: `{spec.name}`
 
 {spec.description}.
@@ -181,13 +195,13 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str) -> str:
 | | |
 |---|---|
 | side | {spec.side} ({spec.kind} signal) |
-| encoder | all-MiniLM-L6-v2 (frozen), mean-pooled, windows of 250 word pieces |
-| head | class-balanced logistic regression on `[turn, context, turn x context]`, Platt-calibrated out of fold |
+| encoder | {encoder}, mean-pooled, windows of 250 word pieces |
+| head | class-balanced logistic regression on `[turn, context, turn x context]`, Platt-calibrated {calibration} |
 | corpus | {r.positives} positives; {r.negatives_own} own negatives ({r.hard_negatives} hard); {r.negatives_pooled} benign rows pooled from the other {spec.side} corpora |
 | scenarios | {r.scenarios} |
 | corpus hash | `{stamp[:16]}` |
 
-## Held-out quality (5-fold, whole scenarios held out)
+## Held-out quality ({evaluation})
 
 | metric | value |
 |---|---|
@@ -208,11 +222,13 @@ are in `benchmarks/` and the README.
 """
 
 
-def _summary(reports: list[SignalReport], stamp: str) -> str:
+def _summary(reports: list[SignalReport], stamp: str, tuned: bool) -> str:
+    evaluation = ("the fifth of scenarios that neither the fine-tuned encoder nor the heads saw" if tuned
+                  else "5-fold GroupKFold over scenarios")
     lines = [
         "# Model cards",
         "",
-        f"Corpus hash `{stamp[:16]}`. Held-out figures: 5-fold GroupKFold over scenarios.",
+        f"Corpus hash `{stamp[:16]}`. Held-out figures: {evaluation}.",
         "",
         "| signal | positives | negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -45,6 +45,7 @@ class OutputContext:
     tightened: dict[str, float]
     locale: str
     regenerate: Regenerate | None
+    user_scores: dict[str, float]  # the user turns do not change during a rewrite: score them once
 
 
 INPUT_ACTIONS: dict[str, Callable[[Conversation, Verdict, str], InputOutcome]] = {}
@@ -146,7 +147,7 @@ async def rewrite_output(context: OutputContext) -> OutputOutcome:
 async def _recheck(context: OutputContext, candidate: str) -> str | None:
     """The candidate as the user would receive it if the output rail passes it (annotations added), else None."""
     messages = as_messages(context.conversation)[:-1] + [{"role": "assistant", "content": candidate}]
-    verdict = await context.guard.output_verdict(messages, context.tightened)
+    verdict = await context.guard.output_verdict(messages, context.tightened, context.user_scores)
     if verdict.action in ("allow", "annotate"):
         return annotate(candidate, verdict, context.locale)
     return None

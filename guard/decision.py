@@ -36,7 +36,7 @@ class Decision(BaseModel):
             "action": self.action,
             "rules": self.rules,
             "flagged": self.flagged,
-            "signals": self.signals,
+            "signals": {name: round(score, 4) for name, score in self.signals.items()},
             "escalate": self.escalate,
             "text": self.text,
         }

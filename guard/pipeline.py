@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import anyio
 
@@ -52,9 +52,11 @@ class Guard:
         return [s for s in walk(rule.when) if SIGNALS[s].side == "assistant"]
 
     # -- scoring (CPU-bound: off the event loop) -------------------------------------------------------------------
-    async def _scores(self, conversation: Conversation) -> dict[str, float]:
-        results = await anyio.to_thread.run_sync(self.scorer.score, conversation)
-        return {name: result.score for name, result in results.items()}
+    async def _scores(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> dict[str, float]:
+        """All signal scores; with `user_scores` (from the input rail) only the assistant side is computed."""
+        sides = ("assistant",) if user_scores is not None else ("user", "assistant")
+        results = await anyio.to_thread.run_sync(self.scorer.score, conversation, sides)
+        return {**(user_scores or {}), **{name: result.score for name, result in results.items()}}
 
     async def sentence_scores(self, conversation: Conversation):
         return await anyio.to_thread.run_sync(self.scorer.sentence_scores, conversation)
@@ -68,9 +70,10 @@ class Guard:
         output_verdict = evaluate(self.policy, "output", scores, self.thresholds(tightened))
         return input_verdict, output_verdict, tightened
 
-    async def output_verdict(self, messages: list[dict], tightened: dict[str, float]) -> Verdict:
+    async def output_verdict(self, messages: list[dict], tightened: dict[str, float],
+                             user_scores: dict[str, float] | None = None) -> Verdict:
         conversation = parse_conversation(messages)
-        _, verdict, _ = self._verdicts(await self._scores(conversation), tightened)
+        _, verdict, _ = self._verdicts(await self._scores(conversation, user_scores), tightened)
         return verdict
 
     # -- rails -----------------------------------------------------------------------------------------------------
@@ -86,17 +89,22 @@ class Guard:
         return self._notify(conversation, decision, context)
 
     async def output_rail(self, conversation: Conversation, *, regenerate: Regenerate | None = None,
-                          scores: dict[str, float] | None = None, locale: str | None = None,
-                          context: dict[str, Any] | None = None) -> Decision:
-        """Decide what the user receives for the response that ends `conversation`."""
+                          scores: dict[str, float] | None = None, input_decision: Decision | None = None,
+                          locale: str | None = None, context: dict[str, Any] | None = None) -> Decision:
+        """Decide what the user receives for the response that ends `conversation`.
+
+        Pass the input rail's `input_decision` for the same user turns to reuse its user-signal scores instead of
+        computing them again.
+        """
         if conversation.last.role != "assistant":
             raise ValueError("the output rail needs a conversation that ends with an assistant response")
         if scores is None:
-            scores = await self._scores(conversation)
+            scores = await self._scores(conversation, input_decision.signals if input_decision else None)
         input_verdict, verdict, tightened = self._verdicts(scores)
         outcome = await OUTPUT_ACTIONS[verdict.action](OutputContext(
             guard=self, conversation=conversation, verdict=verdict, tightened=tightened,
-            locale=locale or self.locale, regenerate=regenerate))
+            locale=locale or self.locale, regenerate=regenerate,
+            user_scores={k: v for k, v in scores.items() if SIGNALS[k].side == "user"}))
         # the input rail already ran on the user turns this answers: its findings (rules, escalation) apply
         decision = self._decision("output", verdict, scores, text=outcome.text, tightened=tightened,
                                   earlier=input_verdict, strategy=outcome.strategy, attempts=outcome.attempts)
@@ -124,7 +132,7 @@ class Guard:
             rules=[rule.id for rule in matched],
             criteria=list(dict.fromkeys(rule.criterion for rule in matched)),
             flagged=[name for name in SIGNALS if name in verdict.flagged or (earlier and name in earlier.flagged)],
-            signals={name: round(score, 4) for name, score in scores.items()},
+            signals=dict(scores),
             escalate=verdict.escalate or bool(earlier and earlier.escalate),
             **fields,
         )
@@ -134,6 +142,3 @@ class Guard:
             observer(conversation, decision, context or {})
         return decision
 
-
-def decide_all(guard: Guard, conversations: Iterable[Conversation]) -> list[Decision]:
-    return guard.check_many(list(conversations))
