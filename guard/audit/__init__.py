@@ -1,0 +1,6 @@
+"""The audit log (one row per rail decision) and PII redaction."""
+
+from .redact import Pseudonyms, Redactor, shared_redactor
+from .store import AuditLog, conversation_hash
+
+__all__ = ["AuditLog", "Pseudonyms", "Redactor", "conversation_hash", "shared_redactor"]

@@ -1,0 +1,39 @@
+"""`couchguard serve --policy NAME|PATH --model LITELLM_MODEL [--api-base URL] [--host H] [--port P] [--config FILE]`."""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser("serve", help="run the OpenAI-compatible guard proxy in front of any LLM (litellm)")
+    parser.add_argument("--policy", default=None, help="shipped policy name or path (default: mental-health)")
+    parser.add_argument("--model", default=None, help="upstream litellm model, e.g. openai/gpt-4o-mini")
+    parser.add_argument("--api-base", default=None, help="upstream base URL (OpenAI-compatible servers, local models)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    parser.add_argument("--config", default=None, help="YAML config: products, keys, limits, audit, escalation")
+    parser.add_argument("--locale", default=None, help="crisis resources for this locale (default: the policy's)")
+    parser.add_argument("--audit-url", default=None, help="audit database URL (default sqlite:///couchguard-audit.db)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import uvicorn
+
+    from ..policy import PolicyError
+    from ..proxy import ConfigError, create_app, load_config
+
+    try:
+        config = load_config(args.config, policy=args.policy, model=args.model, api_base=args.api_base,
+                             locale=args.locale, audit_url=args.audit_url)
+        app = create_app(config)
+    except (ConfigError, PolicyError) as exc:
+        print(f"couchguard serve: invalid configuration\n{exc}", file=sys.stderr)
+        return 2
+    if not any(p.upstream.model or p.models for p in app.state.couchguard.products.products.values()):
+        print("couchguard serve: no upstream model: give --model or upstream.model / models in --config",
+              file=sys.stderr)
+        return 2
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0

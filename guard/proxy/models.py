@@ -1,0 +1,80 @@
+"""Request and answer shapes at the edge, in OpenAI's format."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.responses import JSONResponse
+
+# fields couchguard handles itself; every other request field goes to the upstream unchanged (temperature, tools...)
+OWN_FIELDS = frozenset({"model", "messages", "stream", "stream_options", "n"})
+
+
+class ChatRequest(BaseModel):
+    # extra="allow": OpenAI adds request fields often; unknown ones are passed through, not rejected
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[Any]
+    stream: bool = False
+    n: int = Field(default=1, ge=1, le=1)  # one checked choice per request
+
+    def passthrough(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump(exclude_unset=True).items() if k not in OWN_FIELDS}
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None,
+                 kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.param, self.kind = status, message, code, param, kind
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError) -> "RequestError":
+        # keep every error with its location, not a flat message (STYLE "pydantic")
+        parts = [f"{'.'.join(str(s) for s in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()]
+        first = exc.errors()[0]["loc"] if exc.errors() else ()
+        return cls(400, "; ".join(parts), param=".".join(str(s) for s in first) or None)
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.message, code=self.code, param=self.param, kind=self.kind)
+
+
+def error_response(status: int, message: str, *, code: str | None = None, param: str | None = None,
+                   kind: str = "invalid_request_error", headers: dict[str, str] | None = None) -> JSONResponse:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def completion_id() -> str:
+    return f"chatcmpl-cg{uuid.uuid4().hex[:24]}"
+
+
+def completion_body(*, id: str, model: str, text: str, finish_reason: str, guard_info: dict[str, Any],
+                    usage: dict[str, Any] | None = None, tool_calls: list | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+        "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "couchguard": guard_info,
+    }
+
+
+def guard_info(decision) -> dict[str, Any]:
+    """The visible part of a decision: what happened and why, without scores or text."""
+    contract = decision.contract()
+    return {"rail": contract["rail"], "action": contract["action"], "rules": contract["rules"],
+            "flagged": contract["flagged"]}
+
+
+def decision_headers(decision) -> dict[str, str]:
+    return {"x-couchguard-action": decision.action, "x-couchguard-rules": ",".join(decision.rules)}

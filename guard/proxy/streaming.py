@@ -1,0 +1,137 @@
+"""Checked streaming: no text reaches the client before the output rules have passed it.
+
+Upstream tokens are buffered by a reader task; the relay releases them in sentence windows, each checked with all
+the response so far as context. Windows size themselves: while one is being scored, tokens keep arriving, and the
+next window takes every complete sentence that is waiting, so checks never fall behind a fast model. On a violation
+the relay stops and the output rail's rewrite or template is sent as the remaining content, then the final chunk.
+The trade-off: the first text arrives about one sentence (plus one scoring pass) later than an unchecked stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import anyio
+
+from ..decision import Decision
+from .exchange import Exchange
+from .metrics import Metrics
+from .models import guard_info
+from .sse import DONE, ChunkWriter
+from .upstream import Delta, UpstreamError
+
+# a sentence ends at terminal punctuation (and closing quotes or brackets) followed by whitespace, or at a newline
+_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n")
+
+
+def last_boundary(text: str, start: int) -> int | None:
+    end = None
+    for match in _BOUNDARY.finditer(text, start):
+        end = match.end()
+    return end
+
+
+def remainder(text: str, sent: str) -> str:
+    """What to send after `sent` so the client ends with `text`: the rest of it when `sent` is its beginning
+    (allow, annotate, a removal), else the whole text after a paragraph break (a rewrite or template)."""
+    if text.startswith(sent):
+        return text[len(sent):]
+    return ("\n\n" if sent else "") + text
+
+
+@dataclass
+class Received:
+    text: str = ""
+    # one entry per upstream delta: tool-call fragments are relayed in the order and grouping they came in
+    tool_calls: list[list[dict[str, Any]]] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    done: bool = False
+    error: UpstreamError | None = None
+    started: float = field(default_factory=time.perf_counter)
+    seconds: float = 0.0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def _read(deltas: AsyncIterator[Delta], received: Received) -> None:
+    try:
+        async for delta in deltas:
+            received.text += delta.text
+            if delta.tool_calls:
+                received.tool_calls.append(delta.tool_calls)
+            received.finish_reason = delta.finish_reason or received.finish_reason
+            received.usage = delta.usage or received.usage
+            received.changed.set()
+    except UpstreamError as error:
+        received.error = error
+    except Exception as exc:  # anything else from the upstream is a cut stream too
+        received.error = UpstreamError("cut", f"{type(exc).__name__}: {exc}", 502)
+    finally:
+        received.seconds = time.perf_counter() - received.started
+        received.done = True
+        received.changed.set()
+
+
+async def checked_stream(ex: Exchange, metrics: Metrics, writer: ChunkWriter, *, min_window_chars: int = 1,
+                         include_usage: bool = False) -> AsyncIterator[bytes]:
+    decision = ex.input_decision
+    if decision is not None and decision.action == "block":
+        yield writer.content(decision.text or "")
+        yield writer.final("stop", guard_info(decision))
+        yield DONE
+        return
+    messages = await anyio.to_thread.run_sync(ex.upstream_messages)
+    received = Received()
+    reader = asyncio.create_task(_read(ex.upstream.stream(messages), received))
+    sent = ""
+    try:
+        violation_at: int | None = None
+        while not received.done:
+            await received.changed.wait()
+            received.changed.clear()
+            if received.done:
+                break  # the whole response is in: the final rail checks the tail
+            shown = ex.restore(received.text)
+            cut = last_boundary(shown, len(sent))
+            if cut is None or cut - len(sent) < min_window_chars:
+                continue
+            if not await ex.window_allowed(shown[:cut]):
+                violation_at = cut
+                break
+            yield writer.content(shown[len(sent):cut])
+            sent = shown[:cut]
+
+        if violation_at is not None:
+            reader.cancel()  # stop reading a response the user will not receive
+            outcome = await ex.output_rail(ex.restore(received.text)[:violation_at])
+        elif received.error is not None:
+            metrics.upstream_seconds.labels("true").observe(received.seconds)
+            outcome = ex.upstream_failed(received.error, received.seconds * 1000)
+            if outcome.action != "block":  # fail-open: surface the failure, send nothing unchecked
+                yield writer.error(received.error.message, outcome.strategy or "upstream_error")
+                yield DONE
+                return
+        else:
+            metrics.upstream_seconds.labels("true").observe(received.seconds)
+            outcome = await ex.output_rail(ex.restore(received.text), upstream_ms=received.seconds * 1000)
+        async for chunk in _finish(outcome, received, writer, sent, include_usage):
+            yield chunk
+    finally:
+        reader.cancel()
+
+
+async def _finish(outcome: Decision, received: Received, writer: ChunkWriter, sent: str,
+                  include_usage: bool) -> AsyncIterator[bytes]:
+    rest = remainder(outcome.text or "", sent)
+    if rest:
+        yield writer.content(rest)
+    delivered = outcome.action in ("allow", "annotate", "unchecked")
+    for calls in received.tool_calls if delivered else ():
+        yield writer.tool_calls(calls)
+    finish = (received.finish_reason or "stop") if delivered else "stop"
+    yield writer.final(finish, guard_info(outcome), received.usage if include_usage else None)
+    yield DONE

@@ -1,0 +1,134 @@
+"""The model behind couchguard, called through litellm (any provider it supports), with failures made explicit.
+
+Every upstream problem becomes an `UpstreamError` with a `kind` the fail mode can act on; nothing here decides what
+the user receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+from .config import UpstreamConfig
+
+
+class UpstreamError(Exception):
+    """kind: timeout | unavailable (5xx, 429, connection) | cut (stream ended early) | rejected (other 4xx)."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.status = kind, message, status
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None
+    usage: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Delta:
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+def _classify(exc: Exception) -> UpstreamError:
+    import litellm
+
+    if isinstance(exc, UpstreamError):
+        return exc
+    if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
+        return UpstreamError("timeout", f"upstream timed out: {exc}", 504)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+        return UpstreamError("rejected", getattr(exc, "message", None) or str(exc), status)
+    return UpstreamError("unavailable", f"upstream failed: {type(exc).__name__}: {exc}", 502)
+
+
+class Upstream:
+    """One upstream model with its settings; `params` are the client's pass-through fields (temperature, tools...)."""
+
+    def __init__(self, config: UpstreamConfig, model: str, params: dict[str, Any] | None = None) -> None:
+        self.config, self.model, self.params = config, model, params or {}
+
+    def _kwargs(self, messages: list[dict], stream: bool, params: dict[str, Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream,
+                                  "timeout": self.config.timeout_s,
+                                  # retries would multiply the user's wait; the fail mode answers instead
+                                  "max_retries": 0, "num_retries": 0, **params}
+        if self.config.api_base:
+            kwargs["api_base"] = self.config.api_base
+        if (key := self.config.api_key()) is not None:
+            kwargs["api_key"] = key
+        if stream:
+            kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    async def complete(self, messages: list[dict], *, for_rewrite: bool = False) -> Completion:
+        import litellm
+
+        # a rewrite needs text: tools would let the model answer with a call instead
+        params = {k: v for k, v in self.params.items() if not (for_rewrite and k in ("tools", "tool_choice"))}
+        started = time.perf_counter()
+        try:
+            response = await litellm.acompletion(**self._kwargs(messages, False, params))
+        except Exception as exc:
+            raise _classify(exc) from exc
+        choice = response.choices[0]
+        calls = getattr(choice.message, "tool_calls", None)
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason or "stop",
+            tool_calls=[c.model_dump() for c in calls] if calls else None,
+            usage=usage.model_dump() if usage is not None else None,
+            seconds=time.perf_counter() - started,
+        )
+
+    async def regenerate(self, messages: list[dict]) -> str:
+        """The rewrite hook handed to the output rail."""
+        return (await self.complete(messages, for_rewrite=True)).text
+
+    async def stream(self, messages: list[dict]) -> AsyncIterator[Delta]:
+        """Deltas as the model produces them; raises UpstreamError(kind='cut') when the stream ends early."""
+        import litellm
+
+        try:
+            response = await litellm.acompletion(**self._kwargs(messages, True, self.params))
+        except Exception as exc:
+            raise _classify(exc) from exc
+        iterator = response.__aiter__()
+        finished = False
+        while True:
+            try:
+                # a stream that goes quiet is as good as cut: the user must not wait on it forever
+                chunk = await asyncio.wait_for(iterator.__anext__(), self.config.stream_idle_timeout_s)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                error = _classify(exc)
+                raise UpstreamError("cut" if error.kind != "rejected" else error.kind, error.message,
+                                    error.status) from exc
+            delta = Delta(usage=_usage(chunk))
+            if chunk.choices:
+                choice = chunk.choices[0]
+                delta.text = getattr(choice.delta, "content", None) or ""
+                calls = getattr(choice.delta, "tool_calls", None)
+                delta.tool_calls = [c.model_dump() for c in calls] if calls else []
+                delta.finish_reason = choice.finish_reason
+                finished = finished or bool(choice.finish_reason)
+            yield delta
+        if not finished:
+            raise UpstreamError("cut", "upstream stream ended without a finish reason", 502)
+
+
+def _usage(chunk: Any) -> dict[str, Any] | None:
+    usage = getattr(chunk, "usage", None)
+    return usage.model_dump() if usage is not None and hasattr(usage, "model_dump") else None
