@@ -1,0 +1,36 @@
+"""Proportions with honest uncertainty: Wilson score intervals (well behaved at 0 and 1 and for small n)."""
+
+from __future__ import annotations
+
+import math
+
+Z95 = 1.959963984540054
+
+
+def rate(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The 95% Wilson interval for k successes in n trials; None when n is 0."""
+    if n == 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson interval needs 0 <= k <= n, got k={k}, n={n}")
+    p = k / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def pct_ci(k: int, n: int) -> str:
+    """'95.0% [93.1-96.4]' for the terminal and the report."""
+    interval = wilson(k, n)
+    if interval is None:
+        return "-"
+    return f"{pct(k / n)} [{100 * interval[0]:.1f}-{100 * interval[1]:.1f}]"
