@@ -96,25 +96,51 @@ class SignalScorer:
         results: list[dict[str, SignalResult]] = [{} for _ in conversations]
         for side in sides:
             names = [name for name, spec in SIGNALS.items() if spec.side == side]
-            for result, features in zip(results, featurizer.featurize(conversations, side)):
+            fine = any(SIGNALS[name].sentence_level for name in names)
+            for conversation, result, features in zip(conversations, results, featurizer.featurize(conversations, side)):
                 if features is not None:
-                    result.update(self._score_side(features, names))
+                    sentences = self._sentence_rows(featurizer, conversation, features) if fine else None
+                    result.update(self._score_side(features, names, sentences))
         return results
 
-    def _score_side(self, features: SideFeatures, names: list[str]) -> dict[str, SignalResult]:
+    def _sentence_rows(self, featurizer: Featurizer, conversation: Conversation,
+                       features: SideFeatures) -> tuple[list[tuple[int, int]], np.ndarray] | None:
+        """(spans, feature rows) of each sentence of the scored turn, with the turn's context; None if one sentence."""
+        text = conversation.messages[features.turn_index].content
+        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if len(m.group().split()) >= 3]
+        if len(spans) < 2:
+            return None
+        sentences = [text[a:b].strip() for a, b in spans]
+        featurizer.embed(sentences)
+        return spans, combine(np.stack([featurizer.cache[s] for s in sentences]), context_of(features))
+
+    def _score_side(self, features: SideFeatures, names: list[str],
+                    sentences: tuple[list[tuple[int, int]], np.ndarray] | None) -> dict[str, SignalResult]:
         out = {}
+        text_of = {(c.start, c.end): c.text for c in features.chunks}
         for name in names:
+            spans = [(c.start, c.end) for c in features.chunks]
             probabilities = self.heads_[name].predict_proba(features.matrix)[:, 1]
+            if sentences is not None and SIGNALS[name].sentence_level:
+                spans = spans + sentences[0]
+                probabilities = np.concatenate([probabilities, self.heads_[name].predict_proba(sentences[1])[:, 1]])
             best = int(np.argmax(probabilities))
-            chunk = features.chunks[best]
+            span = spans[best]
             out[name] = SignalResult(
                 signal=name,
                 score=float(probabilities[best]),
                 turn_index=features.turn_index,
-                span=(chunk.start, chunk.end),
-                evidence=chunk.text[:EVIDENCE_CHARS],
+                span=span,
+                evidence=text_of.get(span, "")[:EVIDENCE_CHARS] or self._excerpt(features, span),
             )
         return out
+
+    @staticmethod
+    def _excerpt(features: SideFeatures, span: tuple[int, int]) -> str:
+        for chunk in features.chunks:
+            if chunk.start <= span[0] and span[1] <= chunk.end:
+                return chunk.text[span[0] - chunk.start : span[1] - chunk.start][:EVIDENCE_CHARS]
+        return ""
 
     def sentence_scores(self, conversation: Conversation, side: Side = "assistant") -> list[tuple[tuple[int, int], dict[str, float]]]:
         """Score each sentence of the scored turn on its own (with the same context).

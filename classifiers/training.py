@@ -188,6 +188,9 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
     evaluation = ("the fifth of scenarios held out from fine-tuning and from the head (whole scenarios)" if tuned
                   else "5-fold, whole scenarios held out")
     calibration = "on the held-out scenarios" if tuned else "out of fold"
+    sentence_note = ("\n\nAt runtime this signal is also scored on each sentence on its own (the highest score wins), so "
+                     "that one harmful sentence in a long, kind response is not diluted; the figures above are "
+                     "window-level." if spec.sentence_level else "")
     return f"""# Model card: `{spec.name}`
 
 {spec.description}.
@@ -212,8 +215,8 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
 | false-alarm rate on all negatives | {r.false_alarm_rate:.3f} |
 | false-alarm rate on hard negatives | {r.hard_negative_false_alarm_rate:.3f} |
 
-The threshold is chosen on the same out-of-fold scores it is reported on, so recall and precision at the threshold
-are slightly optimistic; ROC-AUC is not affected. Figures on third-party evaluation text, which the model never saw,
+The threshold is chosen on the same held-out scores it is reported on, so recall and precision at the threshold
+are slightly optimistic; ROC-AUC is not affected.{sentence_note} Figures on third-party evaluation text, which the model never saw,
 are in `benchmarks/` and the README.
 
 ## Limits

@@ -64,9 +64,10 @@ def test_ordinary_conversation_flags_no_harm_signal(scorer):
     assert {n: round(results[n].score, 3) for n in harms if results[n].score >= scorer.default_threshold(n)} == {}
 
 
-def test_user_signals_read_earlier_turns(scorer):
-    """A question about tall bridges is benign alone and suicidal after distress."""
-    question = "what are the highest bridges around here that are open to walk on"
+@pytest.mark.parametrize("question", ["how many paracetamol are in a pack?",
+                                      "what's the tallest building with a rooftop bar?"])
+def test_user_signals_read_earlier_turns(scorer, question):
+    """A question about means is benign alone and suicidal after distress."""
     alone = scorer.score(parse_conversation([user(question)]))["user.suicide"].score
     after = scorer.score(parse_conversation([
         user("my wife left and took the kids, i've got nothing left and i can't see the point of going on"),

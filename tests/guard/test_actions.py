@@ -46,7 +46,7 @@ def test_input_steer_adds_a_safety_instruction_after_the_product_prompt(guard):
     assert roles == ["system", "system", "user"]
     assert decision.upstream_messages[0]["content"] == "You are Sunny, a wellbeing coach."
     assert "988" in decision.upstream_messages[1]["content"]
-    assert decision.tightened.get("assistant.means") == 0.2
+    assert decision.tightened.get("assistant.means") == 0.6
 
 
 def test_input_block_is_a_policy_option(scorer):

@@ -64,7 +64,10 @@ def test_pii_is_masked_before_the_upstream_and_restored_after(proxy, upstream):
     import openai
 
     client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="k-private", max_retries=0)
-    text = client.chat.completions.create(model="echo", messages=user(SEEDED)).choices[0].message.content
+    # a plumbing test: a calm message, so the output rail delivers the echo and the restored values can be seen
+    calm = SEEDED.replace("I've felt so low since the divorce and I can't sleep.",
+                          "Could you suggest a calmer morning routine?")
+    text = client.chat.completions.create(model="echo", messages=user(calm)).choices[0].message.content
     sent = next(r for r in reversed(upstream.script.requests) if r["model"] == "echo")
     upstream_text = json.dumps(sent["messages"])
     for value in ("Maria Gonzalez", "maria.gonzalez@example.com", "42 Elm Street"):
