@@ -200,7 +200,7 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
 | side | {spec.side} ({spec.kind} signal) |
 | encoder | {encoder}, mean-pooled, windows of 250 word pieces |
 | head | class-balanced logistic regression on `[turn, context, turn x context]`, Platt-calibrated {calibration} |
-| corpus | {r.positives} positives; {r.negatives_own} own negatives ({r.hard_negatives} hard); {r.negatives_pooled} benign rows pooled from the other {spec.side} corpora |
+| evaluated on | {r.positives} positives; {r.negatives_own} own negatives ({r.hard_negatives} hard); {r.negatives_pooled} benign rows pooled from the other {spec.side} corpora |
 | scenarios | {r.scenarios} |
 | corpus hash | `{stamp[:16]}` |
 
@@ -233,7 +233,7 @@ def _summary(reports: list[SignalReport], stamp: str, tuned: bool) -> str:
         "",
         f"Corpus hash `{stamp[:16]}`. Held-out figures: {evaluation}.",
         "",
-        "| signal | positives | negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms |",
+        "| signal | held-out positives | held-out negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in reports:
