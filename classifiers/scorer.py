@@ -106,9 +106,15 @@ class SignalScorer:
     def _sentence_rows(self, featurizer: Featurizer, conversation: Conversation,
                        features: SideFeatures) -> tuple[list[tuple[int, int]], np.ndarray] | None:
         """(spans, feature rows) of each sentence of the scored turn, with the turn's context; None if one sentence."""
+        rows = self._sentence_matrix(featurizer, conversation, features, min_words=3)
+        return rows if rows is not None and len(rows[0]) >= 2 else None
+
+    @staticmethod
+    def _sentence_matrix(featurizer: Featurizer, conversation: Conversation, features: SideFeatures,
+                         min_words: int = 1) -> tuple[list[tuple[int, int]], np.ndarray] | None:
         text = conversation.messages[features.turn_index].content
-        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if len(m.group().split()) >= 3]
-        if len(spans) < 2:
+        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if len(m.group().split()) >= min_words]
+        if not spans:
             return None
         sentences = [text[a:b].strip() for a, b in spans]
         featurizer.embed(sentences)
@@ -150,15 +156,10 @@ class SignalScorer:
         self._check_loaded()
         featurizer = Featurizer(self.encoder_)
         [whole] = featurizer.featurize([conversation], side)
-        if whole is None:
+        rows = self._sentence_matrix(featurizer, conversation, whole) if whole is not None else None
+        if rows is None:
             return []
-        text = conversation.messages[whole.turn_index].content
-        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if m.group().strip()]
-        if not spans:
-            return []
-        sentences = [text[a:b].strip() for a, b in spans]
-        featurizer.embed(sentences)
-        matrix = combine(np.stack([featurizer.cache[s] for s in sentences]), context_of(whole))
+        spans, matrix = rows
         names = [name for name, spec in SIGNALS.items() if spec.side == side]
         table = {name: self.heads_[name].predict_proba(matrix)[:, 1] for name in names}
         return [(span, {name: float(table[name][i]) for name in names}) for i, span in enumerate(spans)]

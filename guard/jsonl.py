@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable
 
 from classifiers.conversation import Conversation, ConversationError, parse_conversation
 
@@ -77,7 +77,7 @@ def process(
         sink.flush()
         pending.clear()
 
-    for number, line in enumerate(_lines(source), start=1):
+    for number, line in enumerate(source, start=1):
         if not line.strip():
             continue
         try:
@@ -89,8 +89,3 @@ def process(
             flush()
     flush()
     return ok, errors
-
-
-def _lines(source: IO[str]) -> Iterator[str]:
-    for line in source:
-        yield line

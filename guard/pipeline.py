@@ -19,7 +19,7 @@ from classifiers.signals import SIGNALS
 from .actions import INPUT_ACTIONS, OUTPUT_ACTIONS, OutputContext, Regenerate
 from .decision import Decision
 from .policy import Policy, Verdict, effective_thresholds, evaluate, load_policy, tightening
-from .policy.schema import AllCondition, AnyCondition, NotCondition, SignalCondition
+from .policy.schema import AllCondition, AnyCondition, SignalCondition
 
 Observer = Callable[[Conversation, Decision, dict[str, Any]], None]
 

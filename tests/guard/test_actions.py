@@ -2,7 +2,6 @@
 
 import asyncio
 
-import pytest
 
 from classifiers import parse_conversation
 from guard.actions import INPUT_ACTIONS, OUTPUT_ACTIONS, REWRITE_STRATEGIES
