@@ -27,7 +27,11 @@ Observer = Callable[[Conversation, Decision, dict[str, Any]], None]
 class Guard:
     def __init__(self, policy: Policy, scorer: SignalScorer | None = None, *, locale: str | None = None) -> None:
         self.policy = policy
-        self.scorer = scorer if scorer is not None and scorer.loaded else shared_scorer()
+        if scorer is None:
+            scorer = shared_scorer()
+        elif not scorer.loaded:
+            scorer.load()
+        self.scorer = scorer
         self.locale = locale or policy.locale
         self.observers: list[Observer] = []
         self._defaults = {name: self.scorer.default_threshold(name) for name in SIGNALS}
@@ -112,9 +116,16 @@ class Guard:
 
     def check(self, conversation: Conversation, scores: dict[str, float] | None = None,
               locale: str | None = None) -> Decision:
-        """The rail the conversation calls for: output when it ends with a response, else input. No upstream."""
+        """The rail the conversation calls for: output when it ends with a response, else input. No upstream.
+
+        Synchronous, for scripts and batch jobs; inside an event loop, await `output_rail` instead.
+        """
         if conversation.last.role == "assistant":
-            return asyncio.run(self.output_rail(conversation, scores=scores, locale=locale))
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return asyncio.run(self.output_rail(conversation, scores=scores, locale=locale))
+            raise RuntimeError("Guard.check runs its own event loop: inside async code, await Guard.output_rail")
         return self.input_rail(conversation, scores, locale=locale)
 
     def check_many(self, conversations: list[Conversation]) -> list[Decision]:

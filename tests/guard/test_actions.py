@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 
 from classifiers import parse_conversation
 from guard.actions import INPUT_ACTIONS, OUTPUT_ACTIONS, REWRITE_STRATEGIES
@@ -145,3 +147,14 @@ def test_remove_strategy_drops_only_the_offending_sentences(guard):
         assert decision.text.startswith("Losing your job is a huge blow")
     else:
         assert decision.text == render_template("crisis_response", "US")
+
+
+def test_sync_check_refuses_to_run_inside_an_event_loop(guard):
+    conversation = parse_conversation([user(DELUSION), assistant(GROUNDED)])
+
+    async def inside():
+        guard.check(conversation)
+
+    with pytest.raises(RuntimeError, match="await Guard.output_rail"):
+        run(inside())
+    assert guard.check(conversation).rail == "output"
