@@ -149,8 +149,8 @@ class Encoder:
             return out
         # Texts of similar token length share a batch, so padding costs little; a text much longer than the
         # shortest in its batch starts a new one (padding a 30-word turn to a 180-word response doubles the work).
-        lengths = [len(self.tokenizer_(t, add_special_tokens=True, truncation=True, max_length=256)["input_ids"])
-                   for _, t in todo]
+        encodings = [self.tokenizer_(t, truncation=True, max_length=256) for _, t in todo]
+        lengths = [len(encoding["input_ids"]) for encoding in encodings]
         order = sorted(range(len(todo)), key=lengths.__getitem__)
         batches: list[list[int]] = []
         for index in order:
@@ -160,9 +160,7 @@ class Encoder:
                 batches.append([index])
         with self._lock, torch.inference_mode():
             for batch in batches:
-                encoded = self.tokenizer_(
-                    [todo[i][1] for i in batch], padding=True, truncation=True, max_length=256, return_tensors="pt"
-                )
+                encoded = self.tokenizer_.pad([encodings[i] for i in batch], return_tensors="pt")
                 hidden = self.transformer_(**encoded).last_hidden_state
                 mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

@@ -60,12 +60,6 @@ def context_texts(conversation: Conversation, side: Side) -> tuple[int, list[tup
     return index, list(zip(earlier_users, weights))
 
 
-def _plan(conversation: Conversation, side: Side, encoder: Encoder) -> _Plan | None:
-    if scored_turn_index(conversation, side) is None:
-        return None
-    index, context = context_texts(conversation, side)
-    chunks = tuple(encoder.chunks(conversation.messages[index].content))
-    return _Plan(side=side, turn_index=index, chunks=chunks, context=tuple(context))
 
 
 class Featurizer:
@@ -78,6 +72,20 @@ class Featurizer:
     def __init__(self, encoder: Encoder, cache: dict[str, np.ndarray] | None = None) -> None:
         self.encoder = encoder
         self.cache: dict[str, np.ndarray] = cache if cache is not None else {}
+        # the user turn a response answers is both scored (user side) and context (assistant side): window it once
+        self._windows: dict[str, tuple[Chunk, ...]] = {}
+
+    def windows(self, text: str) -> tuple[Chunk, ...]:
+        if text not in self._windows:
+            self._windows[text] = tuple(self.encoder.chunks(text))
+        return self._windows[text]
+
+    def _plan(self, conversation: Conversation, side: Side) -> _Plan | None:
+        if scored_turn_index(conversation, side) is None:
+            return None
+        index, context = context_texts(conversation, side)
+        return _Plan(side=side, turn_index=index, chunks=self.windows(conversation.messages[index].content),
+                     context=tuple(context))
 
     def embed(self, texts: Iterable[str]) -> None:
         """Encode every text not yet in the cache, in one batched call."""
@@ -88,21 +96,20 @@ class Featurizer:
 
     def _turn_vector(self, text: str) -> np.ndarray:
         """One vector for a whole turn: the mean of its windows, re-normalised."""
-        windows = self.encoder.chunks(text)
-        vectors = np.stack([self.cache[w.text] for w in windows])
+        vectors = np.stack([self.cache[w.text] for w in self.windows(text)])
         return _normalise(vectors.mean(axis=0))
 
     def featurize(
         self, conversations: list[Conversation], side: Side
     ) -> list[SideFeatures | None]:
-        plans = [_plan(c, side, self.encoder) for c in conversations]
+        plans = [self._plan(c, side) for c in conversations]
         needed: list[str] = []
         for plan in plans:
             if plan is None:
                 continue
             needed.extend(chunk.text for chunk in plan.chunks)
             for text, _ in plan.context:
-                needed.extend(window.text for window in self.encoder.chunks(text))
+                needed.extend(window.text for window in self.windows(text))
         self.embed(needed)
         dimension = self.encoder.dimension_
         results: list[SideFeatures | None] = []

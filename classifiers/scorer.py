@@ -124,8 +124,9 @@ class SignalScorer:
                     sentences: tuple[list[tuple[int, int]], np.ndarray] | None) -> dict[str, SignalResult]:
         out = {}
         text_of = {(c.start, c.end): c.text for c in features.chunks}
+        window_spans = list(text_of)
         for name in names:
-            spans = [(c.start, c.end) for c in features.chunks]
+            spans = window_spans
             probabilities = self.heads_[name].predict_proba(features.matrix)[:, 1]
             if sentences is not None and SIGNALS[name].sentence_level:
                 spans = spans + sentences[0]

@@ -7,7 +7,6 @@ would put paraphrases of the same situation on both sides and overstate quality.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,6 +242,3 @@ def _summary(reports: list[SignalReport], stamp: str, tuned: bool) -> str:
         )
     return "\n".join(lines) + "\n"
 
-
-def metrics_table(artifacts_dir: Path = ARTIFACTS_DIR) -> dict[str, dict]:
-    return {name: json.loads((artifacts_dir / f"{name}.json").read_text())["metrics"] for name in SIGNALS}

@@ -40,7 +40,3 @@ class Decision(BaseModel):
             "escalate": self.escalate,
             "text": self.text,
         }
-
-    @property
-    def delivers_model_text(self) -> bool:
-        return self.action in ("allow", "annotate")

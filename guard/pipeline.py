@@ -19,7 +19,7 @@ from classifiers.signals import SIGNALS
 from .actions import INPUT_ACTIONS, OUTPUT_ACTIONS, OutputContext, Regenerate
 from .decision import Decision
 from .policy import Policy, Verdict, effective_thresholds, evaluate, load_policy, tightening
-from .policy.schema import AllCondition, AnyCondition, SignalCondition
+from .policy.schema import condition_signals
 
 Observer = Callable[[Conversation, Decision, dict[str, Any]], None]
 
@@ -46,14 +46,9 @@ class Guard:
 
     @staticmethod
     def assistant_signals_in(rule) -> list[str]:
-        def walk(condition):
-            if isinstance(condition, SignalCondition):
-                yield condition.signal
-            elif isinstance(condition, (AllCondition, AnyCondition)):
-                for part in getattr(condition, "all", None) or condition.any:
-                    yield from walk(part)
-            # signals under `not` are required absent: removing sentences cannot fix them
-        return [s for s in walk(rule.when) if SIGNALS[s].side == "assistant"]
+        """Assistant signals a rule requires present (those under `not` must be absent: removing text cannot help)."""
+        return [signal for signal, _, negated in condition_signals(rule.when)
+                if not negated and SIGNALS[signal].side == "assistant"]
 
     # -- scoring (CPU-bound: off the event loop) -------------------------------------------------------------------
     async def _scores(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> dict[str, float]:

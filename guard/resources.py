@@ -42,10 +42,6 @@ def known_instructions() -> set[str]:
     return set(_load("instructions"))
 
 
-def known_locales() -> set[str]:
-    return set(_load("crisis_resources"))
-
-
 def crisis_resources(locale: str | None) -> CrisisResources:
     """Crisis lines for a locale ('US', 'en-GB', 'gb'...); unknown locales get the international fallback."""
     table = _load("crisis_resources")

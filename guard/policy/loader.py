@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from classifiers.signals import SIGNALS
 
 from ..resources import known_instructions, known_templates
-from .schema import AllCondition, AnyCondition, Condition, InputRule, NotCondition, OutputRule, Policy, SignalCondition
+from .schema import InputRule, OutputRule, Policy, condition_signals
 
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 
@@ -132,19 +132,6 @@ def _suggest(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _signals_in(condition: Condition, location: Location) -> Iterable[tuple[str, Location]]:
-    if isinstance(condition, SignalCondition):
-        yield condition.signal, location + ("signal",)
-    elif isinstance(condition, AllCondition):
-        for i, part in enumerate(condition.all):
-            yield from _signals_in(part, location + ("all", i))
-    elif isinstance(condition, AnyCondition):
-        for i, part in enumerate(condition.any):
-            yield from _signals_in(part, location + ("any", i))
-    elif isinstance(condition, NotCondition):
-        yield from _signals_in(condition.not_, location + ("not",))
-
-
 def _check_references(data: dict, valid_rules: dict[tuple[str, int], Any], observe_only: bool,
                       path: Path, lines: dict) -> list[Problem]:
     """Problems pydantic cannot see: names that must exist, signals on the wrong rail, duplicate ids.
@@ -175,7 +162,7 @@ def _check_references(data: dict, valid_rules: dict[tuple[str, int], Any], obser
             if rule is None:
                 continue
             base = (rail, index)
-            for signal, location in _signals_in(rule.when, base + ("when",)):
+            for signal, location, _ in condition_signals(rule.when, base + ("when",)):
                 if signal not in SIGNALS:
                     report(location, f"unknown signal {signal!r}{_suggest(signal, SIGNALS)}")
                 elif rail == "input_rules" and SIGNALS[signal].side == "assistant":

@@ -54,6 +54,20 @@ class NotCondition(_Strict):
 Condition = Annotated[Union[SignalCondition, AllCondition, AnyCondition, NotCondition], Field(union_mode="left_to_right")]
 
 
+def condition_signals(condition: Condition, location: tuple = (), negated: bool = False):
+    """Every signal a condition reads, as (signal, location of its `signal` field, whether it sits under `not`)."""
+    if isinstance(condition, SignalCondition):
+        yield condition.signal, location + ("signal",), negated
+    elif isinstance(condition, AllCondition):
+        for index, part in enumerate(condition.all):
+            yield from condition_signals(part, location + ("all", index), negated)
+    elif isinstance(condition, AnyCondition):
+        for index, part in enumerate(condition.any):
+            yield from condition_signals(part, location + ("any", index), negated)
+    elif isinstance(condition, NotCondition):
+        yield from condition_signals(condition.not_, location + ("not",), not negated)
+
+
 class Rule(_Strict):
     id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9._-]*$")
     criterion: Criterion

@@ -43,6 +43,16 @@ def test_corpus_errors_name_the_line(tmp_path):
         load_corpus(spec, path)
 
 
-def test_corpus_hash_is_stable():
-    assert corpus_hash() == corpus_hash()
-    assert len(corpus_hash()) == 64
+def test_corpus_hash_tracks_every_corpus_byte(tmp_path, monkeypatch):
+    import shutil
+
+    import classifiers.signals as signals
+
+    shipped = corpus_hash()
+    for spec in SIGNALS.values():
+        shutil.copy(spec.corpus_path, tmp_path / spec.corpus_path.name)
+    monkeypatch.setattr(signals, "CORPORA_DIR", tmp_path)
+    assert corpus_hash() == shipped  # the same bytes under another folder give the same stamp
+    path = tmp_path / "user.mania.jsonl"
+    path.write_bytes(path.read_bytes() + b"\n")
+    assert corpus_hash() != shipped
