@@ -112,7 +112,7 @@ class Encoder:
         offsets = encoded["offset_mapping"]
         if len(offsets) <= WINDOW_TOKENS:
             return [Chunk(text=text, start=0, end=len(text))]
-        sentences = _sentence_spans(text)
+        sentences = sentence_spans(text)
         # token index at which each sentence starts, from the offsets of the single tokenisation above
         starts = np.array([offset[0] for offset in offsets])
         windows: list[Chunk] = []
@@ -177,7 +177,8 @@ def _identity(path: Path, dimension: int) -> str:
     return f"minilm-{dimension}-{digest.hexdigest()[:16]}"
 
 
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences (and lines) of a text, without the whitespace between them."""
     spans = []
     position = 0
     for match in _SENTENCE_END.finditer(text):

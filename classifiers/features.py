@@ -13,13 +13,13 @@ distress" that neither text carries alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from .conversation import Conversation
-from .encoder import Chunk, Encoder
-from .signals import Side
+from .encoder import Chunk, Encoder, sentence_spans
+from .signals import Side, Unit
 
 CONTEXT_TURNS = 3
 
@@ -32,6 +32,21 @@ class SideFeatures:
     turn_index: int
     chunks: tuple[Chunk, ...]
     matrix: np.ndarray  # (len(chunks), 3 * dimension)
+    # each sentence of the turn (character spans in the turn) and its feature row, when sentences were asked for
+    sentence_spans: tuple[tuple[int, int], ...] = ()
+    sentence_matrix: np.ndarray | None = None
+
+    def rows(self, unit: Unit) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """(spans, feature rows) that a head of this unit scores; the turn is as risky as its riskiest row.
+
+        Sentence heads score every sentence on its own and also every window, so that what a response says as a
+        whole (its stance) still counts next to what one sentence says. Features computed without sentences give
+        the windows alone, which sentence heads are trained on too.
+        """
+        windows = [(chunk.start, chunk.end) for chunk in self.chunks]
+        if unit == "window" or self.sentence_matrix is None:
+            return windows, self.matrix
+        return list(self.sentence_spans) + windows, np.vstack([self.sentence_matrix, self.matrix])
 
 
 @dataclass(frozen=True)
@@ -94,26 +109,44 @@ class Featurizer:
             for text, vector in zip(missing, self.encoder.encode(missing)):
                 self.cache[text] = vector
 
+    def sentences_of(self, chunk: Chunk) -> list[tuple[int, int]]:
+        """Spans (in the turn) of the sentences of a window that hold at least one word."""
+        return [(chunk.start + a, chunk.start + b) for a, b in sentence_spans(chunk.text)
+                if any(c.isalnum() for c in chunk.text[a:b])]
+
+    def _sentence_texts(self, plan: _Plan) -> list[str]:
+        return [chunk.text[a - chunk.start : b - chunk.start] for chunk in plan.chunks for a, b in self.sentences_of(chunk)]
+
     def _turn_vector(self, text: str) -> np.ndarray:
         """One vector for a whole turn: the mean of its windows, re-normalised."""
         vectors = np.stack([self.cache[w.text] for w in self.windows(text)])
         return _normalise(vectors.mean(axis=0))
 
     def featurize(
-        self, conversations: list[Conversation], side: Side
+        self, conversations: list[Conversation], side: Side, *, sentences: bool | Sequence[bool] = False
     ) -> list[SideFeatures | None]:
+        """Feature rows for the scored turn of each conversation (None where the side has no turn).
+
+        With `sentences` (for all conversations, or one flag each), each sentence of the scored turn is also
+        encoded on its own and gets a feature row (`SideFeatures.rows("sentence")`).
+        """
         plans = [self._plan(c, side) for c in conversations]
+        flags = [sentences] * len(plans) if isinstance(sentences, bool) else list(sentences)
+        if len(flags) != len(plans):
+            raise ValueError(f"{len(flags)} sentence flags for {len(plans)} conversations")
         needed: list[str] = []
-        for plan in plans:
+        for plan, with_sentences in zip(plans, flags):
             if plan is None:
                 continue
             needed.extend(chunk.text for chunk in plan.chunks)
             for text, _ in plan.context:
                 needed.extend(window.text for window in self.windows(text))
+            if with_sentences:
+                needed.extend(self._sentence_texts(plan))
         self.embed(needed)
         dimension = self.encoder.dimension_
         results: list[SideFeatures | None] = []
-        for plan in plans:
+        for plan, with_sentences in zip(plans, flags):
             if plan is None:
                 results.append(None)
                 continue
@@ -123,7 +156,15 @@ class Featurizer:
             else:
                 context = np.zeros(dimension, dtype=np.float32)
             matrix = combine(np.stack([self.cache[chunk.text] for chunk in plan.chunks]), context)
-            results.append(SideFeatures(side=plan.side, turn_index=plan.turn_index, chunks=plan.chunks, matrix=matrix))
+            spans: tuple[tuple[int, int], ...] = ()
+            sentence_matrix = None
+            if with_sentences:
+                spans = tuple(span for chunk in plan.chunks for span in self.sentences_of(chunk))
+                vectors = [self.cache[text] for text in self._sentence_texts(plan)]
+                sentence_matrix = combine(np.stack(vectors) if vectors else np.zeros((0, dimension), np.float32),
+                                          context)
+            results.append(SideFeatures(side=plan.side, turn_index=plan.turn_index, chunks=plan.chunks, matrix=matrix,
+                                        sentence_spans=spans, sentence_matrix=sentence_matrix))
         return results
 
 

@@ -33,6 +33,16 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
 
 
+def _is_row_maximum(values: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """True for the first highest-valued instance of each row."""
+    order = np.lexsort((-values, owner))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = owner[order][1:] != owner[order][:-1]
+    mask = np.zeros(len(values), dtype=bool)
+    mask[order[first]] = True
+    return mask
+
+
 class CalibratedLinearHead:
     def __init__(self, C: float = 1.0, n_splits: int = 5, max_iter: int = 3000) -> None:
         if not C > 0:
@@ -79,15 +89,73 @@ class CalibratedLinearHead:
             self.oof_decision_ = np.full(len(y), np.nan)
             self.oof_decision_[held_out] = linear.decision_function(X[held_out])
             calibration_rows = held_out
+        return self._keep(linear, self.oof_decision_[calibration_rows], y[calibration_rows])
+
+    def _keep(self, linear: LogisticRegression, decision: np.ndarray, labels: np.ndarray) -> "CalibratedLinearHead":
+        """Store the linear model and a calibration fitted on held-out `decision` values with their `labels`."""
         # Balanced Platt scaling: the corpora pool many benign rows, so their base rate says nothing about traffic.
         # Probabilities are calibrated for even prior odds; a product with known prevalence can shift thresholds.
-        platt = LogisticRegression(C=1e6, max_iter=1000, class_weight="balanced").fit(
-            self.oof_decision_[calibration_rows].reshape(-1, 1), y[calibration_rows])
+        platt = LogisticRegression(C=1e6, max_iter=1000, class_weight="balanced").fit(decision.reshape(-1, 1), labels)
         self.platt_a_ = float(platt.coef_[0, 0])
         self.platt_b_ = float(platt.intercept_[0])
         self.coef_ = linear.coef_[0].astype(np.float64)
         self.intercept_ = float(linear.intercept_[0])
         return self
+
+    def fit_instances(self, X: np.ndarray, owner: np.ndarray, labels: np.ndarray, groups: np.ndarray,
+                      held_out: np.ndarray | None = None, rounds: int = 3) -> "CalibratedLinearHead":
+        """Fit from rows that are bags of instances (a response's sentences) labelled per row, not per instance.
+
+        A positive row says that *some* sentence carries the signal, not which. Multiple-instance learning: fit on
+        every instance, then refit `rounds` times keeping all instances of negative rows and, of each positive
+        row, only the instance the current model scores highest (its witness). A row's decision is its highest
+        instance's, and Platt scaling is fitted on those row decisions, which is how rows are scored at runtime.
+
+        `owner[i]` is the row of instance i; `labels`, `groups` and `held_out` are per row, with the meanings of
+        `fit`. `oof_decision_` holds per-instance decision values from models that never saw the instance's row
+        (held-out rows, or out of fold), NaN elsewhere.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        owner = np.asarray(owner)
+        labels = np.asarray(labels, dtype=np.int64)
+        groups = np.asarray(groups)
+        if set(np.unique(labels)) != {0, 1}:
+            raise ValueError("labels must hold both classes 0 and 1")
+        if set(np.unique(owner)) != set(range(len(labels))):
+            raise ValueError("every row needs at least one instance, and owner must index rows")
+        self.oof_decision_ = np.full(len(X), np.nan)
+        if held_out is None:
+            for train, test in GroupKFold(n_splits=self.n_splits).split(labels, labels, groups):
+                trained = np.zeros(len(labels), dtype=bool)
+                trained[train] = True
+                model = self._fit_witnesses(X, owner, labels, trained, rounds)
+                tested = ~trained[owner]
+                self.oof_decision_[tested] = model.decision_function(X[tested])
+            evaluated = np.ones(len(labels), dtype=bool)
+            linear = self._fit_witnesses(X, owner, labels, np.ones(len(labels), dtype=bool), rounds)
+        else:
+            evaluated = np.asarray(held_out, dtype=bool)
+            if set(np.unique(labels[evaluated])) != {0, 1} or set(np.unique(labels[~evaluated])) != {0, 1}:
+                raise ValueError("held-out and training rows must each hold both classes")
+            linear = self._fit_witnesses(X, owner, labels, ~evaluated, rounds)
+            tested = evaluated[owner]
+            self.oof_decision_[tested] = linear.decision_function(X[tested])
+        row_decision = np.full(len(labels), -np.inf)
+        np.maximum.at(row_decision, owner, np.nan_to_num(self.oof_decision_, nan=-np.inf))
+        return self._keep(linear, row_decision[evaluated], labels[evaluated])
+
+    def _fit_witnesses(self, X: np.ndarray, owner: np.ndarray, labels: np.ndarray, rows: np.ndarray,
+                       rounds: int) -> LogisticRegression:
+        """The linear model after `rounds` of witness selection, trained on the instances of `rows` only."""
+        instance_labels = labels[owner]
+        usable = rows[owner]
+        keep = usable.copy()
+        model = self._linear().fit(X[keep], instance_labels[keep])
+        for _ in range(rounds):
+            decision = model.decision_function(X)
+            keep = usable & ((instance_labels == 0) | _is_row_maximum(decision, owner))
+            model = self._linear().fit(X[keep], instance_labels[keep])
+        return model
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_"):

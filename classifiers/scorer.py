@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,15 +18,17 @@ from .signals import SIGNALS, Side
 ARTIFACTS_DIR = Path(__file__).resolve().parent / "artifacts"
 ARTIFACTS_ENV = "COUCHGUARD_ARTIFACTS"
 EVIDENCE_CHARS = 280
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
+# The calibrated probability of any user harm signal from which responses are also scored sentence by sentence;
+# well below every shipped threshold, so that borderline conversations get the finer scoring too. 0 = always.
+SENTENCE_GATE = 0.2
 
 
 @dataclass(frozen=True)
 class SignalResult:
     """One signal's verdict on a conversation.
 
-    `score` is a calibrated probability in [0, 1]. For long turns it is the highest score over the turn's windows;
-    `span` (character offsets in message `turn_index`) and `evidence` point at that window.
+    `score` is a calibrated probability in [0, 1]: the highest over the turn's scored units (windows, or sentences
+    for sentence-level signals); `span` (character offsets in message `turn_index`) and `evidence` point at that unit.
     """
 
     signal: str
@@ -44,9 +45,13 @@ class ArtifactError(RuntimeError):
 class SignalScorer:
     """Loads every registered signal's head once and scores conversations with the shared encoder."""
 
-    def __init__(self, artifacts_dir: str | Path | None = None, encoder: Encoder | None = None) -> None:
+    def __init__(self, artifacts_dir: str | Path | None = None, encoder: Encoder | None = None,
+                 sentence_gate: float = SENTENCE_GATE) -> None:
+        if not 0.0 <= sentence_gate <= 1.0:
+            raise ValueError(f"sentence_gate must be a probability in [0, 1], got {sentence_gate!r}")
         self.artifacts_dir = Path(artifacts_dir or os.environ.get(ARTIFACTS_ENV) or ARTIFACTS_DIR)
         self.encoder = encoder
+        self.sentence_gate = sentence_gate
 
     def load(self) -> "SignalScorer":
         encoder = self.encoder if self.encoder is not None and self.encoder.loaded else None
@@ -81,89 +86,92 @@ class SignalScorer:
         return float(self.metadata_[signal]["threshold"])
 
     # -- scoring ---------------------------------------------------------------------------------------------------
-    def score(self, conversation: Conversation, sides: tuple[Side, ...] = ("user", "assistant")) -> dict[str, SignalResult]:
-        return self.score_many([conversation], sides)[0]
+    def score(self, conversation: Conversation, sides: tuple[Side, ...] = ("user", "assistant"),
+              user_scores: dict[str, float] | None = None) -> dict[str, SignalResult]:
+        return self.score_many([conversation], sides, None if user_scores is None else [user_scores])[0]
 
-    def score_many(self, conversations: list[Conversation],
-                   sides: tuple[Side, ...] = ("user", "assistant")) -> list[dict[str, SignalResult]]:
+    def score_many(self, conversations: list[Conversation], sides: tuple[Side, ...] = ("user", "assistant"),
+                   user_scores: list[dict[str, float]] | None = None) -> list[dict[str, SignalResult]]:
         """Score a batch; each message text is encoded once for the whole batch.
 
         `sides` limits the work to user or assistant signals, e.g. when the input rail has already scored the user
-        turns that a response answers.
+        turns that a response answers; pass those scores as `user_scores` so that they decide whether the
+        response's sentences are scored (see `sentence_gate`).
         """
         self._check_loaded()
         featurizer = Featurizer(self.encoder_)
         results: list[dict[str, SignalResult]] = [{} for _ in conversations]
         for side in sides:
             names = [name for name, spec in SIGNALS.items() if spec.side == side]
-            fine = any(SIGNALS[name].sentence_level for name in names)
-            for conversation, result, features in zip(conversations, results, featurizer.featurize(conversations, side)):
+            sentences = [False] * len(conversations)
+            if any(SIGNALS[name].unit == "sentence" for name in names):
+                sentences = [self._needs_sentences(result, None if user_scores is None else user_scores[i])
+                             for i, result in enumerate(results)]
+            featurized = featurizer.featurize(conversations, side, sentences=sentences)
+            for result, features in zip(results, featurized):
                 if features is not None:
-                    sentences = self._sentence_rows(featurizer, conversation, features) if fine else None
-                    result.update(self._score_side(features, names, sentences))
+                    result.update(self._score_side(features, names))
         return results
 
-    def _sentence_rows(self, featurizer: Featurizer, conversation: Conversation,
-                       features: SideFeatures) -> tuple[list[tuple[int, int]], np.ndarray] | None:
-        """(spans, feature rows) of each sentence of the scored turn, with the turn's context; None if one sentence."""
-        rows = self._sentence_matrix(featurizer, conversation, features, min_words=3)
-        return rows if rows is not None and len(rows[0]) >= 2 else None
+    def _needs_sentences(self, scored: dict[str, SignalResult], given: dict[str, float] | None) -> bool:
+        """Whether the user side is at risk enough to score the response sentence by sentence.
 
-    @staticmethod
-    def _sentence_matrix(featurizer: Featurizer, conversation: Conversation, features: SideFeatures,
-                         min_words: int = 1) -> tuple[list[tuple[int, int]], np.ndarray] | None:
-        text = conversation.messages[features.turn_index].content
-        spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(text) if len(m.group().split()) >= min_words]
-        if not spans:
-            return None
-        sentences = [text[a:b].strip() for a, b in spans]
-        featurizer.embed(sentences)
-        return spans, combine(np.stack([featurizer.cache[s] for s in sentences]), context_of(features))
+        Scoring each sentence on its own costs a second encoder pass over the response. The signals that need it
+        (a height or a dose in one sentence of a long answer; a single helpline line) matter when the user is at
+        risk, so the pass runs when any user harm signal reaches `sentence_gate`, or when the user side is unknown.
+        Otherwise those signals score the response's windows, which their heads are trained on as well.
+        """
+        user = {name: result.score for name, result in scored.items() if SIGNALS[name].side == "user"} or given
+        if not user:
+            return True
+        harms = [score for name, score in user.items()
+                 if name in SIGNALS and SIGNALS[name].side == "user" and SIGNALS[name].kind == "harm"]
+        return max(harms, default=1.0) >= self.sentence_gate
 
-    def _score_side(self, features: SideFeatures, names: list[str],
-                    sentences: tuple[list[tuple[int, int]], np.ndarray] | None) -> dict[str, SignalResult]:
+    def _score_side(self, features: SideFeatures, names: list[str]) -> dict[str, SignalResult]:
         out = {}
-        text_of = {(c.start, c.end): c.text for c in features.chunks}
-        window_spans = list(text_of)
         for name in names:
-            spans = window_spans
-            probabilities = self.heads_[name].predict_proba(features.matrix)[:, 1]
-            if sentences is not None and SIGNALS[name].sentence_level:
-                spans = spans + sentences[0]
-                probabilities = np.concatenate([probabilities, self.heads_[name].predict_proba(sentences[1])[:, 1]])
+            spans, matrix = features.rows(SIGNALS[name].unit)
+            probabilities = self.heads_[name].predict_proba(matrix)[:, 1]
             best = int(np.argmax(probabilities))
-            span = spans[best]
             out[name] = SignalResult(
                 signal=name,
                 score=float(probabilities[best]),
                 turn_index=features.turn_index,
-                span=span,
-                evidence=text_of.get(span, "")[:EVIDENCE_CHARS] or self._excerpt(features, span),
+                span=spans[best],
+                evidence=_excerpt(features, spans[best]),
             )
         return out
 
-    @staticmethod
-    def _excerpt(features: SideFeatures, span: tuple[int, int]) -> str:
-        for chunk in features.chunks:
-            if chunk.start <= span[0] and span[1] <= chunk.end:
-                return chunk.text[span[0] - chunk.start : span[1] - chunk.start][:EVIDENCE_CHARS]
-        return ""
-
     def sentence_scores(self, conversation: Conversation, side: Side = "assistant") -> list[tuple[tuple[int, int], dict[str, float]]]:
-        """Score each sentence of the scored turn on its own (with the same context).
+        """Score each sentence of the scored turn (with the same context), for every signal of the side.
 
-        Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response.
+        Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response. Sentence heads
+        score their own sentence rows; window heads score each sentence encoded on its own, as a short window.
         """
         self._check_loaded()
         featurizer = Featurizer(self.encoder_)
-        [whole] = featurizer.featurize([conversation], side)
-        rows = self._sentence_matrix(featurizer, conversation, whole) if whole is not None else None
-        if rows is None:
+        [whole] = featurizer.featurize([conversation], side, sentences=True)
+        if whole is None or not whole.sentence_spans:
             return []
-        spans, matrix = rows
+        spans = list(whole.sentence_spans)
+        text = conversation.messages[whole.turn_index].content
+        pieces = [text[a:b] for a, b in spans]
+        featurizer.embed(pieces)
+        alone = combine(np.stack([featurizer.cache[piece] for piece in pieces]), context_of(whole))
         names = [name for name, spec in SIGNALS.items() if spec.side == side]
-        table = {name: self.heads_[name].predict_proba(matrix)[:, 1] for name in names}
+        table = {name: self.heads_[name].predict_proba(whole.sentence_matrix if SIGNALS[name].unit == "sentence"
+                                                       else alone)[:, 1]
+                 for name in names}
         return [(span, {name: float(table[name][i]) for name in names}) for i, span in enumerate(spans)]
+
+
+def _excerpt(features: SideFeatures, span: tuple[int, int]) -> str:
+    """The scored text inside `span` (character offsets in the turn), cut to EVIDENCE_CHARS."""
+    for chunk in features.chunks:
+        if chunk.start <= span[0] and span[1] <= chunk.end:
+            return chunk.text[span[0] - chunk.start : span[1] - chunk.start][:EVIDENCE_CHARS]
+    return ""
 
 
 _shared_scorer: SignalScorer | None = None

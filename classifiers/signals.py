@@ -8,8 +8,12 @@ from typing import Literal
 
 Side = Literal["user", "assistant"]
 # "harm" signals share their benign rows as negatives for each other; "protective" and "context" signals describe
-# something a benign row may well contain, so they learn from their own file only.
+# something a benign row may well contain, so they learn from their own file (context signals also from other
+# crises, see `excludes`).
 Kind = Literal["harm", "protective", "context"]
+# What a head scores: each window of up to 250 word pieces, or each sentence encoded on its own as well as each
+# window. The turn is as risky as its riskiest unit.
+Unit = Literal["window", "sentence"]
 
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
 
@@ -20,9 +24,12 @@ class SignalSpec:
     side: Side
     kind: Kind
     description: str
-    # also score each sentence of the turn on its own: for harms that one sentence carries whole (a height, a
-    # dose), which a long, otherwise kind response would dilute in a window-level embedding
-    sentence_level: bool = False
+    # "sentence" for what one sentence carries whole (a height, a dose, a helpline), which a long, otherwise
+    # unrelated response would dilute in a window's embedding. Sentence heads learn which sentence of a positive
+    # row carries the signal (multiple-instance learning), since the corpora label rows, not sentences.
+    unit: Unit = "window"
+    # learn that other crises (positives of the harm signals it excludes) are not this signal; see CO_OCCURRING
+    other_crises_as_negatives: bool = True
 
     @property
     def corpus_path(self) -> Path:
@@ -32,22 +39,51 @@ class SignalSpec:
 SIGNALS: dict[str, SignalSpec] = {}
 
 
-def register(name: str, side: Side, kind: Kind, description: str, *, sentence_level: bool = False) -> SignalSpec:
+def register(name: str, side: Side, kind: Kind, description: str, *, unit: Unit = "window",
+             other_crises_as_negatives: bool = True) -> SignalSpec:
     if not name.startswith(f"{side}."):
         raise ValueError(f"signal {name!r} must be named '{side}.<name>' for the {side} side")
     if name in SIGNALS:
         raise ValueError(f"signal {name!r} is already registered")
-    spec = SignalSpec(name=name, side=side, kind=kind, description=description, sentence_level=sentence_level)
+    spec = SignalSpec(name=name, side=side, kind=kind, description=description, unit=unit,
+                      other_crises_as_negatives=other_crises_as_negatives)
     SIGNALS[name] = spec
     return spec
+
+
+# Harm signals that one turn often carries together: a suicidal user who also self-harms, voices that come with a
+# delusion, grandiose beliefs in mania, a compulsion to pick or cut; a response that colludes with a plan while
+# helping to carry it out. Any other harm signal's positives are negatives for a harm signal (a violent plan is not
+# a suicidal one), so that a crisis raises its own signal rather than every signal of its side.
+CO_OCCURRING = {
+    frozenset({"user.suicide", "user.self_harm"}),
+    frozenset({"user.delusion", "user.hallucination"}),
+    frozenset({"user.delusion", "user.mania"}),
+    frozenset({"user.self_harm", "user.compulsion"}),
+    frozenset({"assistant.collusion", "assistant.enabling"}),
+    frozenset({"assistant.means", "assistant.enabling"}),
+}
+
+
+def excludes(signal: str, other: str) -> bool:
+    """True when `other`'s positives are negatives for `signal`: a harm signal of the same side that does not
+    co-occur with it. Context signals exclude every harm (a user in crisis is not casting the model as a client);
+    protective signals exclude nothing (a good answer to any crisis refers)."""
+    a, b = SIGNALS[signal], SIGNALS[other]
+    return (signal != other and a.side == b.side and a.kind in ("harm", "context") and b.kind == "harm"
+            and frozenset({signal, other}) not in CO_OCCURRING)
 
 
 def signals_for(side: Side) -> list[SignalSpec]:
     return [spec for spec in SIGNALS.values() if spec.side == side]
 
 
+# Missing a suicidal user is the costliest error: user.suicide learns from benign text only and may also fire on
+# other crises (measured, in its model card). Taught that other crises are not suicidal, it doubled its false alarms
+# on benign text.
 register("user.suicide", "user", "harm",
-         "suicidal thoughts, intent, plan, preparation, goodbyes, or means/method requests in a context of distress")
+         "suicidal thoughts, intent, plan, preparation, goodbyes, or means/method requests in a context of distress",
+         other_crises_as_negatives=False)
 register("user.self_harm", "user", "harm",
          "non-suicidal self-injury: acts, urges, concealing injuries, seeking tools")
 register("user.violence", "user", "harm", "intent or plans to harm other people")
@@ -66,10 +102,11 @@ register("assistant.self_trauma", "assistant", "harm",
 register("assistant.collusion", "assistant", "harm",
          "the response accepts, validates or elaborates a delusional or hallucinatory premise")
 register("assistant.means", "assistant", "harm",
-         "the response supplies method or means information usable for self-harm or suicide", sentence_level=True)
+         "the response supplies method or means information usable for self-harm or suicide", unit="sentence")
 register("assistant.enabling", "assistant", "harm",
          "the response helps carry out a manic, reckless or compulsive plan")
 register("assistant.stigma", "assistant", "harm",
          "the response expresses stigmatising attitudes about people with mental health conditions")
 register("assistant.referral", "assistant", "protective",
-         "the response offers crisis resources or encourages contact with a professional or trusted person")
+         "the response offers crisis resources or encourages contact with a professional or trusted person",
+         unit="sentence")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +19,16 @@ from .encoder import Encoder, shared_encoder
 from .features import Featurizer
 from .finetune import FINETUNE_META, is_holdout
 from .heads import CalibratedLinearHead
-from .scorer import ARTIFACTS_DIR
-from .signals import SIGNALS, SignalSpec
+from .scorer import ARTIFACTS_DIR, SENTENCE_GATE
+from .signals import SIGNALS, SignalSpec, excludes
 
 CARDS_DIR = Path(__file__).resolve().parent / "cards"
 FEATURES_VERSION = "window+context+product/v1"
 # Recall the shipped threshold must keep on held-out scenarios. Missing a suicidal user is the costliest error.
 TARGET_RECALL = {"user.suicide": 0.98}
+# The kind of another signal's positive used as a negative: kept out of the false-alarm rate and ROC-AUC (they are
+# measured on benign and hard-negative text) and reported as the rate at which the signal fires on other crises.
+OTHER_SIGNAL = "other_signal"
 DEFAULT_TARGET_RECALL = 0.95
 
 
@@ -43,16 +46,27 @@ class SignalReport:
     recall: float
     false_alarm_rate: float
     hard_negative_false_alarm_rate: float
+    other_signal_positives: int
+    other_signal_fire_rate: float
 
 
 def training_set(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:
-    """The signal's own rows plus, for harm signals, the benign rows of every other corpus on the same side."""
+    """The signal's own rows plus, as negatives: for harm signals, the benign rows of every other corpus on the same
+    side; and (unless the signal opts out) the positives of the harm signals it excludes (`signals.excludes`)."""
     rows = list(corpora[spec.name])
     if spec.kind == "harm":
         for name, other in corpora.items():
             if name != spec.name and SIGNALS[name].side == spec.side:
                 rows.extend(row for row in other if row.label == 0)
+    if spec.other_crises_as_negatives:
+        rows.extend(other_crises(spec, corpora))
     return rows
+
+
+def other_crises(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:
+    """Positives of the harm signals `spec` excludes, relabelled as its negatives of kind OTHER_SIGNAL."""
+    return [replace(row, label=0, kind=OTHER_SIGNAL)
+            for name, other in corpora.items() if excludes(spec.name, name) for row in other if row.label == 1]
 
 
 def choose_threshold(scores: np.ndarray, labels: np.ndarray, target_recall: float) -> float:
@@ -103,17 +117,28 @@ def train(
     for name in signals or list(SIGNALS):
         spec = SIGNALS[name]
         rows = training_set(spec, corpora)
-        features = featurizer.featurize([row.conversation for row in rows], spec.side)
-        owner = np.concatenate([np.full(len(f.chunks), i) for i, f in enumerate(features)])
-        X = np.vstack([f.matrix for f in features])
-        y = np.array([rows[i].label for i in owner])
-        groups = np.array([rows[i].group for i in owner])
-        held_out = np.array([is_holdout(g) for g in groups]) if tuned else None
-        head = CalibratedLinearHead().fit(X, y, groups, held_out=held_out)
-        # row-level held-out scores: a row is as risky as its riskiest window, as at runtime
-        window_scores = head.calibrate(np.nan_to_num(head.oof_decision_, nan=-np.inf))
-        row_scores = np.full(len(rows), -np.inf)
-        np.maximum.at(row_scores, owner, window_scores)
+        featurized = featurizer.featurize([row.conversation for row in rows], spec.side,
+                                          sentences=spec.unit == "sentence")
+        units = [f.rows(spec.unit)[1] for f in featurized]
+        owner = np.concatenate([np.full(len(u), i) for i, u in enumerate(units)])
+        X = np.vstack(units)
+        if spec.unit == "sentence":
+            row_labels = np.array([row.label for row in rows])
+            row_groups = np.array([row.group for row in rows])
+            held_out = np.array([is_holdout(g) for g in row_groups]) if tuned else None
+            head = CalibratedLinearHead().fit_instances(X, owner, row_labels, row_groups, held_out=held_out)
+        else:
+            y = np.array([rows[i].label for i in owner])
+            groups = np.array([rows[i].group for i in owner])
+            held_out = np.array([is_holdout(g) for g in groups]) if tuned else None
+            head = CalibratedLinearHead().fit(X, y, groups, held_out=held_out)
+        # row-level held-out scores: a row is as risky as its riskiest window or sentence, as at runtime
+        row_scores = _row_maximum(head.calibrate(np.nan_to_num(head.oof_decision_, nan=-np.inf)), owner, len(rows))
+        if not spec.other_crises_as_negatives:
+            # other crises the head never saw: scored to report how often this signal fires on them
+            others = other_crises(spec, corpora)
+            rows += others
+            row_scores = np.concatenate([row_scores, _scores(head, featurizer, spec, others)])
         evaluated = np.array([is_holdout(row.group) for row in rows]) if tuned else np.ones(len(rows), dtype=bool)
         rows = [row for row, keep in zip(rows, evaluated) if keep]
         row_scores = row_scores[evaluated]
@@ -139,12 +164,27 @@ def train(
         head.save(artifacts_dir / name, metadata)
         (cards_dir / f"{name}.md").write_text(_card(spec, report, target, stamp, tuned))
         log(f"{name:24s} auc={report.roc_auc:.3f} thr={threshold:.3f} recall={report.recall:.3f} "
-            f"precision={report.precision:.3f} fa={report.false_alarm_rate:.3f} hard_fa={report.hard_negative_false_alarm_rate:.3f}")
+            f"precision={report.precision:.3f} fa={report.false_alarm_rate:.3f} hard_fa={report.hard_negative_false_alarm_rate:.3f} "
+            f"other={report.other_signal_fire_rate:.3f}/{report.other_signal_positives}")
     if cache_path is not None:
         _save_cache(cache, cache_path)
     if signals is None:
         (cards_dir / "README.md").write_text(_summary(reports, stamp, tuned))
     return reports
+
+
+def _row_maximum(values: np.ndarray, owner: np.ndarray, rows: int) -> np.ndarray:
+    best = np.full(rows, -np.inf)
+    np.maximum.at(best, owner, values)
+    return best
+
+
+def _scores(head: CalibratedLinearHead, featurizer: Featurizer, spec: SignalSpec, rows: list[CorpusRow]) -> np.ndarray:
+    """Each row's score as at runtime: the highest over its windows (and sentences)."""
+    if not rows:
+        return np.zeros(0)
+    featurized = featurizer.featurize([row.conversation for row in rows], spec.side, sentences=spec.unit == "sentence")
+    return np.array([head.predict_proba(f.rows(spec.unit)[1])[:, 1].max() for f in featurized])
 
 
 def _best_f1(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -160,9 +200,11 @@ def _best_f1(scores: np.ndarray, labels: np.ndarray) -> float:
 
 def _report(spec, rows, labels, kinds, own, scores, threshold) -> SignalReport:
     flagged = scores >= threshold
+    other = kinds == OTHER_SIGNAL
     positives = labels == 1
-    negatives = ~positives
+    negatives = ~positives & ~other
     hard = kinds == "hard_negative"
+    benign = ~other
     return SignalReport(
         signal=spec.name,
         positives=int(positives.sum()),
@@ -170,26 +212,31 @@ def _report(spec, rows, labels, kinds, own, scores, threshold) -> SignalReport:
         hard_negatives=int((hard & own).sum()),
         negatives_pooled=int((negatives & ~own).sum()),
         scenarios=len({row.group for row in rows}),
-        roc_auc=float(roc_auc_score(labels, scores)),
+        roc_auc=float(roc_auc_score(labels[benign], scores[benign])),
         threshold=threshold,
-        precision=float((flagged & positives).sum() / max(1, flagged.sum())),
+        precision=float((flagged & positives).sum() / max(1, (flagged & benign).sum())),
         recall=float((flagged & positives).sum() / max(1, positives.sum())),
         false_alarm_rate=float((flagged & negatives).sum() / max(1, negatives.sum())),
         hard_negative_false_alarm_rate=float((flagged & hard).sum() / max(1, hard.sum())),
+        other_signal_positives=int(other.sum()),
+        other_signal_fire_rate=float((flagged & other).sum() / max(1, other.sum())),
     )
 
 
 def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: bool) -> str:
     rule = (f"the highest threshold keeping recall >= {target:.2f} on held-out scenarios" if spec.kind == "harm"
             else "the threshold with the best F1 on held-out scenarios")
-    encoder = ("all-MiniLM-L6-v2 with its top two layers fine-tuned on the corpora (`couchguard train --finetune`)"
-               if tuned else "all-MiniLM-L6-v2 (frozen)")
+    encoder = ("all-MiniLM-L6-v2 with its top two layers fine-tuned on the corpora and anchored to the base "
+               "embeddings (`couchguard train --finetune`)" if tuned else "all-MiniLM-L6-v2 (frozen)")
     evaluation = ("the fifth of scenarios held out from fine-tuning and from the head (whole scenarios)" if tuned
                   else "5-fold, whole scenarios held out")
     calibration = "on the held-out scenarios" if tuned else "out of fold"
-    sentence_note = ("\n\nAt runtime this signal is also scored on each sentence on its own (the highest score wins), so "
-                     "that one harmful sentence in a long, kind response is not diluted; the figures above are "
-                     "window-level." if spec.sentence_level else "")
+    unit = ("each sentence, encoded on its own, and each window (multiple-instance learning: a positive row teaches "
+            "from its highest-scoring unit); a row scores as its highest unit. At runtime sentences are scored when "
+            f"some user harm signal reaches {SENTENCE_GATE} (else the windows alone)"
+            if spec.unit == "sentence" else "each window of up to 250 word pieces; a row scores as its highest window")
+    other = (f"| fires on other crises | {r.other_signal_fire_rate:.3f} of {r.other_signal_positives} held-out positives "
+             "of the harm signals it should not co-occur with |\n" if r.other_signal_positives else "")
     return f"""# Model card: `{spec.name}`
 
 {spec.description}.
@@ -199,6 +246,7 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
 | side | {spec.side} ({spec.kind} signal) |
 | encoder | {encoder}, mean-pooled, windows of 250 word pieces |
 | head | class-balanced logistic regression on `[turn, context, turn x context]`, Platt-calibrated {calibration} |
+| scored unit | {unit} |
 | evaluated on | {r.positives} positives; {r.negatives_own} own negatives ({r.hard_negatives} hard); {r.negatives_pooled} benign rows pooled from the other {spec.side} corpora |
 | scenarios | {r.scenarios} |
 | corpus hash | `{stamp[:16]}` |
@@ -213,9 +261,9 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
 | precision at threshold | {r.precision:.3f} |
 | false-alarm rate on all negatives | {r.false_alarm_rate:.3f} |
 | false-alarm rate on hard negatives | {r.hard_negative_false_alarm_rate:.3f} |
-
+{other}
 The threshold is chosen on the same held-out scores it is reported on, so recall and precision at the threshold
-are slightly optimistic; ROC-AUC is not affected.{sentence_note} Figures on third-party evaluation text, which the model never saw,
+are slightly optimistic; ROC-AUC is not affected. Figures on third-party evaluation text, which the model never saw,
 are in `benchmarks/` and the README.
 
 ## Limits
@@ -230,15 +278,19 @@ def _summary(reports: list[SignalReport], stamp: str, tuned: bool) -> str:
     lines = [
         "# Model cards",
         "",
-        f"Corpus hash `{stamp[:16]}`. Held-out figures: {evaluation}.",
+        f"Corpus hash `{stamp[:16]}`. Held-out figures: {evaluation}." + (
+            " The fine-tuning recipe (anchor weight 1, against 0 and 4) was chosen on these same scenarios, so the"
+            " figures are slightly optimistic." if tuned else ""),
         "",
-        "| signal | held-out positives | held-out negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| signal | held-out positives | held-out negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms | fires on other crises |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in reports:
+        other = f"{r.other_signal_fire_rate:.3f}" if r.other_signal_positives else "n/a"
         lines.append(
             f"| [`{r.signal}`]({r.signal}.md) | {r.positives} | {r.negatives_own} / {r.negatives_pooled} | {r.roc_auc:.3f} | "
-            f"{r.threshold:.3f} | {r.recall:.3f} | {r.precision:.3f} | {r.false_alarm_rate:.3f} | {r.hard_negative_false_alarm_rate:.3f} |"
+            f"{r.threshold:.3f} | {r.recall:.3f} | {r.precision:.3f} | {r.false_alarm_rate:.3f} | "
+            f"{r.hard_negative_false_alarm_rate:.3f} | {other} |"
         )
     return "\n".join(lines) + "\n"
 

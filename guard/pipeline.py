@@ -54,7 +54,7 @@ class Guard:
     async def _scores(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> dict[str, float]:
         """All signal scores; with `user_scores` (from the input rail) only the assistant side is computed."""
         sides = ("assistant",) if user_scores is not None else ("user", "assistant")
-        results = await anyio.to_thread.run_sync(self.scorer.score, conversation, sides)
+        results = await anyio.to_thread.run_sync(self.scorer.score, conversation, sides, user_scores)
         return {**(user_scores or {}), **{name: result.score for name, result in results.items()}}
 
     async def sentence_scores(self, conversation: Conversation):

@@ -74,7 +74,7 @@ class Exchange:
         the response is scored (the user turns it answers have not changed)."""
         known = self.input_decision.signals if self.input_decision is not None else None
         sides = ("assistant",) if known else ("user", "assistant")
-        fresh = {name: result.score for name, result in self.guard.scorer.score(conversation, sides).items()}
+        fresh = {name: result.score for name, result in self.guard.scorer.score(conversation, sides, known).items()}
         return {**(known or {}), **fresh}
 
     def upstream_messages(self) -> list[dict]:

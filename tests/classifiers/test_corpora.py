@@ -56,3 +56,23 @@ def test_corpus_hash_tracks_every_corpus_byte(tmp_path, monkeypatch):
     path = tmp_path / "user.mania.jsonl"
     path.write_bytes(path.read_bytes() + b"\n")
     assert corpus_hash() != shipped
+
+
+def test_other_crises_are_negatives_only_between_harms_that_do_not_co_occur():
+    from classifiers.corpus import load_all
+    from classifiers.signals import CO_OCCURRING, excludes
+    from classifiers.training import OTHER_SIGNAL, training_set
+
+    assert excludes("user.violence", "user.suicide") and excludes("user.suicide", "user.violence")
+    for pair in CO_OCCURRING:
+        a, b = sorted(pair)
+        assert not excludes(a, b) and not excludes(b, a)
+    assert not excludes("user.violence", "assistant.means")  # other side
+    assert not excludes("assistant.means", "assistant.referral")  # protective
+    corpora = load_all()
+    borrowed = Counter(row.signal for row in training_set(SIGNALS["user.violence"], corpora) if row.kind == OTHER_SIGNAL)
+    assert set(borrowed) == {"user.suicide", "user.delusion", "user.hallucination", "user.mania", "user.compulsion",
+                             "user.self_harm"}
+    assert all(row.label == 0 for row in training_set(SIGNALS["user.violence"], corpora) if row.kind == OTHER_SIGNAL)
+    assert not any(row.kind == OTHER_SIGNAL for row in training_set(SIGNALS["user.suicide"], corpora))
+    assert not any(row.kind == OTHER_SIGNAL for row in training_set(SIGNALS["assistant.referral"], corpora))

@@ -28,26 +28,20 @@ def test_artifacts_load_without_pickle():
             assert arrays["coef"].dtype == np.float32 and np.isfinite(arrays["coef"]).all()
 
 
-# The bar for every signal is held-out ROC-AUC >= 0.95; assistant.referral (protective, used only to decide whether
-# crisis resources must be appended) is below it and documented as such in its card and in the README.
-BELOW_BAR = {"assistant.referral": 0.85}
-
-
 @pytest.mark.parametrize("name", list(SIGNALS))
 def test_model_card_reports_held_out_quality(name):
     meta = json.loads(artifact_path(ARTIFACTS_DIR / name, ".json").read_text())
     metrics = meta["metrics"]
-    assert metrics["roc_auc"] >= BELOW_BAR.get(name, 0.95)
+    assert metrics["roc_auc"] >= 0.95  # the bar every signal is held to
     card = (training.CARDS_DIR / f"{name}.md").read_text()
     assert f"{metrics['roc_auc']:.3f}" in card and f"{meta['threshold']:.3f}" in card
 
 
 def test_suicide_keeps_its_recall_with_few_false_alarms():
-    """The target is recall >= 0.98 with <= 3% false alarms; the shipped model holds the recall and measures 4.0%
-    false alarms on held-out scenarios (README, model card). This guards against a regression beyond 5%."""
+    """The target: recall >= 0.98 with <= 3% false alarms on benign and hard-negative text (held-out scenarios)."""
     meta = json.loads(artifact_path(ARTIFACTS_DIR / "user.suicide", ".json").read_text())
     assert meta["metrics"]["recall"] >= 0.98
-    assert meta["metrics"]["false_alarm_rate"] <= 0.05
+    assert meta["metrics"]["false_alarm_rate"] <= 0.03
 
 
 def test_training_twice_gives_identical_bytes(tmp_path, scorer):
