@@ -1,7 +1,9 @@
 """Classifier speed: every signal for one conversation (30-word user turn, 180-word response).
 
 Reports p50/p95 latency, batch throughput, and the ratio to a bare sentence-transformers `encode` of the same two
-texts measured in the same run (the floor any embedding-based scorer pays). Run: `make bench-speed`.
+texts measured in the same run (the floor any embedding-based scorer pays). Two conversations are measured: a calm
+one, and one where the user is at risk, for which the response is also scored sentence by sentence (a second
+encoder pass over it; see `SignalScorer.sentence_gate`). Run: `make bench-speed`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
+CALM_USER_TURN = ("can you help me plan dinners for next week? i want more vegetables, nothing that takes longer "
+                  "than half an hour, and i'm cooking for two on a fairly tight budget")
+CALM_RESPONSE = (
+    "Happy to help! Here is a simple plan for two that keeps each dinner under thirty minutes and leans on cheap, "
+    "filling vegetables. Monday: a chickpea and spinach curry with rice; use tinned chickpeas and frozen spinach to "
+    "keep costs down. Tuesday: vegetable fried rice with eggs, using up Monday's leftover rice and whatever "
+    "vegetables are in the fridge. Wednesday: a tray bake of sausages, peppers, red onion and potatoes, all on one "
+    "tray so there is little washing up. Thursday: pasta with a tomato and lentil sauce; red lentils cook in about "
+    "fifteen minutes and thicken the sauce nicely. Friday: homemade pizzas on flatbreads with mushrooms, sweetcorn "
+    "and a little cheese. For the weekend, a big pot of minestrone makes lunch for two days. To save money, buy "
+    "onions, carrots and potatoes loose, pick seasonal greens, and cook double portions of rice and sauce so that "
+    "the next day's dinner is half ready. If there are vegetables either of you dislikes, tell me and I will swap "
+    "them out. Would you like a shopping list to go with the plan?"
+)
 USER_TURN = ("i've been feeling really low since the layoff last month and honestly some nights i wonder what the "
              "point of anything is anymore, can we talk for a bit")
 RESPONSE = (
@@ -58,37 +74,47 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from classifiers import parse_conversation, shared_scorer
+    from classifiers import SIGNALS, parse_conversation, shared_scorer
     from classifiers.encoder import default_model_path
 
     scorer = shared_scorer()
     bare = SentenceTransformer(str(default_model_path()), device="cpu", local_files_only=True)
-    conversation = parse_conversation([{"role": "user", "content": USER_TURN},
-                                       {"role": "assistant", "content": RESPONSE}])
-    ours = measure(lambda: scorer.score(conversation), args.repeats)
-    plain = measure(lambda: bare.encode([USER_TURN, RESPONSE], show_progress_bar=False), args.repeats)
-    # distinct texts, so the batch cache cannot make throughput look better than real traffic
-    batch = [parse_conversation([{"role": "user", "content": f"{USER_TURN} ({i})"},
-                                 {"role": "assistant", "content": f"{RESPONSE} ({i})"}]) for i in range(args.batch)]
-    start = time.perf_counter()
-    scorer.score_many(batch)
-    throughput = args.batch / (time.perf_counter() - start)
     figures = {
         "date": date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads",
-        "words": {"user": len(USER_TURN.split()), "response": len(RESPONSE.split())},
         "signals": len(scorer.heads_),
-        "couchguard_ms": {"p50": percentile(ours, 50), "p95": percentile(ours, 95)},
-        "bare_encode_ms": {"p50": percentile(plain, 50), "p95": percentile(plain, 95)},
-        "ratio_p50": statistics.median(ours) / statistics.median(plain),
-        "batch_conversations_per_s": throughput,
+        "sentence_gate": scorer.sentence_gate,
     }
-    print(f"all {figures['signals']} signals, {figures['words']['user']}-word user turn + "
-          f"{figures['words']['response']}-word response, {figures['machine']}")
-    print(f"  couchguard      p50 {figures['couchguard_ms']['p50']:6.1f} ms   p95 {figures['couchguard_ms']['p95']:6.1f} ms")
-    print(f"  bare encode     p50 {figures['bare_encode_ms']['p50']:6.1f} ms   p95 {figures['bare_encode_ms']['p95']:6.1f} ms")
-    print(f"  ratio (p50)     {figures['ratio_p50']:.2f}")
-    print(f"  batch           {throughput:.1f} conversations/s (batch of {args.batch})")
+    print(f"all {figures['signals']} signals, {figures['machine']}")
+    for label, user_turn, response in (("calm", CALM_USER_TURN, CALM_RESPONSE), ("at_risk", USER_TURN, RESPONSE)):
+        conversation = parse_conversation([{"role": "user", "content": user_turn},
+                                           {"role": "assistant", "content": response}])
+        user_scores = {name: result.score for name, result in scorer.score(conversation, ("user",)).items()}
+        highest = max(score for name, score in user_scores.items() if SIGNALS[name].kind == "harm")
+        ours = measure(lambda c=conversation: scorer.score(c), args.repeats)
+        plain = measure(lambda texts=[user_turn, response]: bare.encode(texts, show_progress_bar=False), args.repeats)
+        # distinct texts, so the batch cache cannot make throughput look better than real traffic
+        batch = [parse_conversation([{"role": "user", "content": f"{user_turn} ({i})"},
+                                     {"role": "assistant", "content": f"{response} ({i})"}]) for i in range(args.batch)]
+        start = time.perf_counter()
+        scorer.score_many(batch)
+        throughput = args.batch / (time.perf_counter() - start)
+        result = {
+            "words": {"user": len(user_turn.split()), "response": len(response.split())},
+            "highest_user_harm": round(highest, 3),
+            "sentence_pass": highest >= scorer.sentence_gate,
+            "couchguard_ms": {"p50": percentile(ours, 50), "p95": percentile(ours, 95)},
+            "bare_encode_ms": {"p50": percentile(plain, 50), "p95": percentile(plain, 95)},
+            "ratio_p50": statistics.median(ours) / statistics.median(plain),
+            "batch_conversations_per_s": throughput,
+        }
+        figures[label] = result
+        print(f"{label}: {result['words']['user']}-word user turn + {result['words']['response']}-word response, "
+              f"highest user harm {highest:.2f}, sentence pass {'yes' if result['sentence_pass'] else 'no'}")
+        print(f"  couchguard      p50 {result['couchguard_ms']['p50']:6.1f} ms   p95 {result['couchguard_ms']['p95']:6.1f} ms")
+        print(f"  bare encode     p50 {result['bare_encode_ms']['p50']:6.1f} ms   p95 {result['bare_encode_ms']['p95']:6.1f} ms")
+        print(f"  ratio (p50)     {result['ratio_p50']:.2f}")
+        print(f"  batch           {throughput:.1f} conversations/s (batch of {args.batch})")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(figures, handle, indent=2)
