@@ -91,6 +91,7 @@ def main() -> None:
                                            {"role": "assistant", "content": response}])
         user_scores = {name: result.score for name, result in scorer.score(conversation, ("user",)).items()}
         highest = max(score for name, score in user_scores.items() if SIGNALS[name].kind == "harm")
+        sentence_pass = scorer.scores_sentences(user_scores)
         ours = measure(lambda c=conversation: scorer.score(c), args.repeats)
         plain = measure(lambda texts=[user_turn, response]: bare.encode(texts, show_progress_bar=False), args.repeats)
         # distinct texts, so the batch cache cannot make throughput look better than real traffic
@@ -102,7 +103,7 @@ def main() -> None:
         result = {
             "words": {"user": len(user_turn.split()), "response": len(response.split())},
             "highest_user_harm": round(highest, 3),
-            "sentence_pass": highest >= scorer.sentence_gate,
+            "sentence_pass": sentence_pass,
             "couchguard_ms": {"p50": percentile(ours, 50), "p95": percentile(ours, 95)},
             "bare_encode_ms": {"p50": percentile(plain, 50), "p95": percentile(plain, 95)},
             "ratio_p50": statistics.median(ours) / statistics.median(plain),

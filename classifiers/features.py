@@ -109,13 +109,11 @@ class Featurizer:
             for text, vector in zip(missing, self.encoder.encode(missing)):
                 self.cache[text] = vector
 
-    def sentences_of(self, chunk: Chunk) -> list[tuple[int, int]]:
-        """Spans (in the turn) of the sentences of a window that hold at least one word."""
-        return [(chunk.start + a, chunk.start + b) for a, b in sentence_spans(chunk.text)
-                if any(c.isalnum() for c in chunk.text[a:b])]
-
-    def _sentence_texts(self, plan: _Plan) -> list[str]:
-        return [chunk.text[a - chunk.start : b - chunk.start] for chunk in plan.chunks for a, b in self.sentences_of(chunk)]
+    @staticmethod
+    def _sentences(plan: _Plan) -> list[tuple[tuple[int, int], str]]:
+        """(span in the turn, text) of each sentence of the scored turn's windows that holds at least one word."""
+        return [((chunk.start + a, chunk.start + b), chunk.text[a:b]) for chunk in plan.chunks
+                for a, b in sentence_spans(chunk.text) if any(c.isalnum() for c in chunk.text[a:b])]
 
     def _turn_vector(self, text: str) -> np.ndarray:
         """One vector for a whole turn: the mean of its windows, re-normalised."""
@@ -134,19 +132,19 @@ class Featurizer:
         flags = [sentences] * len(plans) if isinstance(sentences, bool) else list(sentences)
         if len(flags) != len(plans):
             raise ValueError(f"{len(flags)} sentence flags for {len(plans)} conversations")
+        sentences_of = [self._sentences(plan) if plan is not None and flag else None for plan, flag in zip(plans, flags)]
         needed: list[str] = []
-        for plan, with_sentences in zip(plans, flags):
+        for plan, pieces in zip(plans, sentences_of):
             if plan is None:
                 continue
             needed.extend(chunk.text for chunk in plan.chunks)
             for text, _ in plan.context:
                 needed.extend(window.text for window in self.windows(text))
-            if with_sentences:
-                needed.extend(self._sentence_texts(plan))
+            needed.extend(text for _, text in pieces or ())
         self.embed(needed)
         dimension = self.encoder.dimension_
         results: list[SideFeatures | None] = []
-        for plan, with_sentences in zip(plans, flags):
+        for plan, pieces in zip(plans, sentences_of):
             if plan is None:
                 results.append(None)
                 continue
@@ -158,9 +156,9 @@ class Featurizer:
             matrix = combine(np.stack([self.cache[chunk.text] for chunk in plan.chunks]), context)
             spans: tuple[tuple[int, int], ...] = ()
             sentence_matrix = None
-            if with_sentences:
-                spans = tuple(span for chunk in plan.chunks for span in self.sentences_of(chunk))
-                vectors = [self.cache[text] for text in self._sentence_texts(plan)]
+            if pieces is not None:
+                spans = tuple(span for span, _ in pieces)
+                vectors = [self.cache[text] for _, text in pieces]
                 sentence_matrix = combine(np.stack(vectors) if vectors else np.zeros((0, dimension), np.float32),
                                           context)
             results.append(SideFeatures(side=plan.side, turn_index=plan.turn_index, chunks=plan.chunks, matrix=matrix,
@@ -172,11 +170,6 @@ def combine(windows: np.ndarray, context: np.ndarray) -> np.ndarray:
     """Feature rows `[window, context, window * context]` for each window embedding."""
     tiled = np.broadcast_to(context, windows.shape)
     return np.hstack([windows, tiled, windows * tiled]).astype(np.float32)
-
-
-def context_of(features: SideFeatures) -> np.ndarray:
-    dimension = features.matrix.shape[1] // 3
-    return features.matrix[0, dimension : 2 * dimension]
 
 
 def _normalise(vector: np.ndarray) -> np.ndarray:

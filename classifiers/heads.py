@@ -33,6 +33,13 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
 
 
+def row_maximum(values: np.ndarray, owner: np.ndarray, rows: int) -> np.ndarray:
+    """The highest of each row's instance values (`owner[i]` is the row of value i); -inf for NaN-only rows."""
+    best = np.full(rows, -np.inf)
+    np.maximum.at(best, owner, np.nan_to_num(values, nan=-np.inf))
+    return best
+
+
 def _is_row_maximum(values: np.ndarray, owner: np.ndarray) -> np.ndarray:
     """True for the first highest-valued instance of each row."""
     order = np.lexsort((-values, owner))
@@ -140,8 +147,7 @@ class CalibratedLinearHead:
             linear = self._fit_witnesses(X, owner, labels, ~evaluated, rounds)
             tested = evaluated[owner]
             self.oof_decision_[tested] = linear.decision_function(X[tested])
-        row_decision = np.full(len(labels), -np.inf)
-        np.maximum.at(row_decision, owner, np.nan_to_num(self.oof_decision_, nan=-np.inf))
+        row_decision = row_maximum(self.oof_decision_, owner, len(labels))
         return self._keep(linear, row_decision[evaluated], labels[evaluated])
 
     def _fit_witnesses(self, X: np.ndarray, owner: np.ndarray, labels: np.ndarray, rows: np.ndarray,

@@ -11,7 +11,7 @@ import numpy as np
 
 from .conversation import Conversation
 from .encoder import Encoder, shared_encoder
-from .features import Featurizer, SideFeatures, combine, context_of
+from .features import Featurizer, SideFeatures
 from .heads import CalibratedLinearHead, artifact_path
 from .signals import SIGNALS, Side
 
@@ -114,17 +114,20 @@ class SignalScorer:
         return results
 
     def _needs_sentences(self, scored: dict[str, SignalResult], given: dict[str, float] | None) -> bool:
-        """Whether the user side is at risk enough to score the response sentence by sentence.
+        user = {name: result.score for name, result in scored.items() if SIGNALS[name].side == "user"} or given
+        return self.scores_sentences(user)
+
+    def scores_sentences(self, user_scores: dict[str, float] | None) -> bool:
+        """Whether a response is also scored sentence by sentence, given its conversation's user-side scores.
 
         Scoring each sentence on its own costs a second encoder pass over the response. The signals that need it
         (a height or a dose in one sentence of a long answer; a single helpline line) matter when the user is at
         risk, so the pass runs when any user harm signal reaches `sentence_gate`, or when the user side is unknown.
         Otherwise those signals score the response's windows, which their heads are trained on as well.
         """
-        user = {name: result.score for name, result in scored.items() if SIGNALS[name].side == "user"} or given
-        if not user:
+        if not user_scores:
             return True
-        harms = [score for name, score in user.items()
+        harms = [score for name, score in user_scores.items()
                  if name in SIGNALS and SIGNALS[name].side == "user" and SIGNALS[name].kind == "harm"]
         return max(harms, default=1.0) >= self.sentence_gate
 
@@ -146,23 +149,16 @@ class SignalScorer:
     def sentence_scores(self, conversation: Conversation, side: Side = "assistant") -> list[tuple[tuple[int, int], dict[str, float]]]:
         """Score each sentence of the scored turn (with the same context), for every signal of the side.
 
-        Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response. Sentence heads
-        score their own sentence rows; window heads score each sentence encoded on its own, as a short window.
+        Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response. Each sentence
+        is encoded on its own, so window heads read it as a short window.
         """
         self._check_loaded()
-        featurizer = Featurizer(self.encoder_)
-        [whole] = featurizer.featurize([conversation], side, sentences=True)
+        [whole] = Featurizer(self.encoder_).featurize([conversation], side, sentences=True)
         if whole is None or not whole.sentence_spans:
             return []
         spans = list(whole.sentence_spans)
-        text = conversation.messages[whole.turn_index].content
-        pieces = [text[a:b] for a, b in spans]
-        featurizer.embed(pieces)
-        alone = combine(np.stack([featurizer.cache[piece] for piece in pieces]), context_of(whole))
         names = [name for name, spec in SIGNALS.items() if spec.side == side]
-        table = {name: self.heads_[name].predict_proba(whole.sentence_matrix if SIGNALS[name].unit == "sentence"
-                                                       else alone)[:, 1]
-                 for name in names}
+        table = {name: self.heads_[name].predict_proba(whole.sentence_matrix)[:, 1] for name in names}
         return [(span, {name: float(table[name][i]) for name in names}) for i, span in enumerate(spans)]
 
 

@@ -18,7 +18,7 @@ from .corpus import CorpusRow, corpus_hash, load_all
 from .encoder import Encoder, shared_encoder
 from .features import Featurizer
 from .finetune import FINETUNE_META, is_holdout
-from .heads import CalibratedLinearHead
+from .heads import CalibratedLinearHead, row_maximum
 from .scorer import ARTIFACTS_DIR, SENTENCE_GATE
 from .signals import SIGNALS, SignalSpec, excludes
 
@@ -133,7 +133,7 @@ def train(
             held_out = np.array([is_holdout(g) for g in groups]) if tuned else None
             head = CalibratedLinearHead().fit(X, y, groups, held_out=held_out)
         # row-level held-out scores: a row is as risky as its riskiest window or sentence, as at runtime
-        row_scores = _row_maximum(head.calibrate(np.nan_to_num(head.oof_decision_, nan=-np.inf)), owner, len(rows))
+        row_scores = row_maximum(head.calibrate(np.nan_to_num(head.oof_decision_, nan=-np.inf)), owner, len(rows))
         if not spec.other_crises_as_negatives:
             # other crises the head never saw: scored to report how often this signal fires on them
             others = other_crises(spec, corpora)
@@ -171,12 +171,6 @@ def train(
     if signals is None:
         (cards_dir / "README.md").write_text(_summary(reports, stamp, tuned))
     return reports
-
-
-def _row_maximum(values: np.ndarray, owner: np.ndarray, rows: int) -> np.ndarray:
-    best = np.full(rows, -np.inf)
-    np.maximum.at(best, owner, values)
-    return best
 
 
 def _scores(head: CalibratedLinearHead, featurizer: Featurizer, spec: SignalSpec, rows: list[CorpusRow]) -> np.ndarray:
