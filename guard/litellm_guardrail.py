@@ -26,6 +26,7 @@ from classifiers.conversation import parse_conversation  # noqa: E402
 
 from .pipeline import Guard  # noqa: E402
 from .policy import load_policy  # noqa: E402
+from .upstream_params import refuse_call_settings  # noqa: E402
 
 METADATA_KEY = "couchguard"
 
@@ -43,6 +44,9 @@ class CouchguardGuardrail(CustomGuardrail):
 
     # -- input -----------------------------------------------------------------------------------------------------
     async def async_pre_call_hook(self, user_api_key_dict, cache, data: dict, call_type) -> dict | None:
+        # LiteLLM's proxy refuses client-side credentials itself; this is the second line, and it also holds where an
+        # operator has allowed them: ParamsError is a ValueError, which LiteLLM answers with a 400
+        refuse_call_settings(data)
         messages = data.get("messages")
         if not messages:
             return data

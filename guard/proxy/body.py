@@ -21,6 +21,12 @@ async def read_json(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise RequestError(413, f"request body exceeds the limit of {limit} bytes", code="request_too_large")
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_reject_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RequestError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity, which JSON does not: a client sending them gets a 400, not a model
+    # call with a value no provider accepts
+    raise RequestError(400, f"request body is not valid JSON: {name} is not a JSON number", code="invalid_json")

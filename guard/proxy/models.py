@@ -9,21 +9,39 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import JSONResponse
 
-# fields couchguard handles itself; every other request field goes to the upstream unchanged (temperature, tools...)
-OWN_FIELDS = frozenset({"model", "messages", "stream", "stream_options", "n"})
+from ..upstream_params import ParamsError, UpstreamParams, upstream_params
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    include_usage: bool = False
 
 
 class ChatRequest(BaseModel):
-    # extra="allow": OpenAI adds request fields often; unknown ones are passed through, not rejected
+    """A chat-completions request. The fields named here are couchguard's own; every other field is checked against
+    the allow-list of `guard.upstream_params` by `upstream_params()`, so an unknown or out-of-range field is a 400
+    that names it and never reaches litellm."""
+
+    # extra="allow" only to collect the other fields for the allow-list, which names the offending one in its error
     model_config = ConfigDict(extra="allow")
 
     model: str | None = None
     messages: list[Any]
     stream: bool = False
+    stream_options: StreamOptions | None = None
     n: int = Field(default=1, ge=1, le=1)  # one checked choice per request
 
-    def passthrough(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump(exclude_unset=True).items() if k not in OWN_FIELDS}
+    def upstream_params(self) -> UpstreamParams:
+        """The client's fields for the upstream, validated; RequestError(400) names the first bad one."""
+        try:
+            return upstream_params(dict(self.model_extra or {}))
+        except ParamsError as exc:
+            raise RequestError(400, str(exc), param=exc.field, code="unsupported_parameter") from None
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
 
 
 class RequestError(Exception):

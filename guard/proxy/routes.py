@@ -48,6 +48,7 @@ async def chat_completions(request: Request) -> Response:
         except ValidationError as exc:
             raise RequestError.from_validation(exc) from None
         stream = chat.stream
+        params = chat.upstream_params()
         try:
             conversation = parse_conversation(chat.messages)
         except ConversationError as exc:
@@ -57,7 +58,7 @@ async def chat_completions(request: Request) -> Response:
                                else f"couchguard failed to load: {state.load_error}", code="not_ready",
                                kind="service_unavailable")
         guard = state.products.guard_for(product, request.headers.get(POLICY_HEADER))
-        upstream = Upstream(product.upstream, product.upstream_model(chat.model), chat.passthrough())
+        upstream = Upstream(product.upstream, product.upstream_model(chat.model), params)
     except AccessError as exc:
         state.metrics.requests.labels(product_name, str(stream).lower(), str(exc.status)).inc()
         kind = "authentication_error" if exc.status == 401 else ("permission_error" if exc.status == 403
@@ -76,9 +77,8 @@ async def chat_completions(request: Request) -> Response:
     # the input rail runs before the response starts, so its decision can be a header of the stream
     decision = await exchange.input_rail()
     writer = ChunkWriter(completion_id(), chat.model or upstream.model)
-    include_usage = bool((getattr(chat, "stream_options", None) or {}).get("include_usage"))
     body = checked_stream(exchange, state.metrics, writer, min_window_chars=state.config.stream.min_window_chars,
-                          include_usage=include_usage)
+                          include_usage=chat.include_usage)
     return StreamingResponse(body, media_type="text/event-stream",
                              headers={"x-couchguard-input-action": decision.action, "cache-control": "no-cache"})
 

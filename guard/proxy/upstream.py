@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
+from ..upstream_params import UpstreamParams
 from .config import UpstreamConfig
 
 
@@ -53,16 +54,20 @@ def _classify(exc: Exception) -> UpstreamError:
 
 
 class Upstream:
-    """One upstream model with its settings; `params` are the client's pass-through fields (temperature, tools...)."""
+    """One upstream model with its settings. `params` are the client's fields, already allow-listed and validated
+    (`guard.upstream_params`); where and how the call is made (base URL, key, timeout, retries) comes only from the
+    server's `config`."""
 
-    def __init__(self, config: UpstreamConfig, model: str, params: dict[str, Any] | None = None) -> None:
-        self.config, self.model, self.params = config, model, params or {}
+    def __init__(self, config: UpstreamConfig, model: str, params: UpstreamParams | None = None) -> None:
+        self.config, self.model = config, model
+        self.params = (params or UpstreamParams()).forwarded()
 
     def _kwargs(self, messages: list[dict], stream: bool, params: dict[str, Any]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream,
+        # the client's fields first: every server setting below is written after them and wins
+        kwargs: dict[str, Any] = {**params, "model": self.model, "messages": messages, "stream": stream,
                                   "timeout": self.config.timeout_s,
                                   # retries would multiply the user's wait; the fail mode answers instead
-                                  "max_retries": 0, "num_retries": 0, **params}
+                                  "max_retries": 0, "num_retries": 0}
         if self.config.api_base:
             kwargs["api_base"] = self.config.api_base
         if (key := self.config.api_key()) is not None:

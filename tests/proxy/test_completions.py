@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import httpx
+import openai
+import pytest
 
 from .helpers import HARMFUL_MARKERS, RISK, STRESS, hash_of, sse_events, streamed_text, user
 from .upstream_server import SAFE
@@ -25,9 +27,15 @@ def test_appropriate_answer_is_delivered_intact(client, audit_rows):
 
 def test_passthrough_fields_reach_the_upstream(client, upstream):
     client.chat.completions.create(model="safe", messages=user("Passthrough check, how are you?"), temperature=0.3,
-                                   max_tokens=321, extra_body={"top_k": 7})
+                                   max_tokens=321)
     sent = next(r for r in reversed(upstream.script.requests) if "Passthrough" in str(r["messages"]))
     assert sent["temperature"] == 0.3 and sent["max_tokens"] == 321
+
+
+def test_fields_outside_the_allow_list_are_refused(client):
+    # provider-specific extras are not OpenAI chat-completions fields: a 400 that names them (docs/proxy.md)
+    with pytest.raises(openai.BadRequestError, match="top_k"):
+        client.chat.completions.create(model="safe", messages=user("Extra field check"), extra_body={"top_k": 7})
 
 
 def test_harmful_answer_is_rewritten(client, upstream):

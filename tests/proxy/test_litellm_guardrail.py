@@ -80,3 +80,26 @@ def test_streams_are_held_until_checked(guardrail):
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert not any(marker in text for marker in HARMFUL_MARKERS)
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("field, value", [
+    ("api_base", "http://127.0.0.1:9/v1"), ("base_url", "http://127.0.0.1:9/v1"), ("api_key", "sk-attacker"),
+    ("api_version", "2099"), ("custom_llm_provider", "openai"), ("extra_headers", {"x": "1"}), ("timeout", 1e9),
+    ("num_retries", 9), ("max_retries", 9), ("mock_response", "pwned"), ("callbacks", ["x"]),
+    ("litellm_params", {"api_base": "http://127.0.0.1:9/v1"}),
+])
+def test_pre_call_refuses_call_settings_from_the_client(guardrail, field, value):
+    from guard.upstream_params import ParamsError
+
+    with pytest.raises(ParamsError, match=field):
+        _pre(guardrail, {"model": "m", "messages": user(STRESS), field: value})
+
+
+def test_pre_call_validates_forwarded_fields_and_keeps_litellm_metadata(guardrail):
+    from guard.upstream_params import ParamsError
+
+    with pytest.raises(ParamsError, match="temperature"):
+        _pre(guardrail, {"model": "m", "messages": user(STRESS), "temperature": float("nan")})
+    data = _pre(guardrail, {"model": "m", "messages": user(STRESS), "temperature": 0.5,
+                            "metadata": {"user_api_key": "hashed"}})
+    assert data["metadata"]["user_api_key"] == "hashed" and "couchguard" in data["metadata"]

@@ -47,6 +47,7 @@ SUPPORTIVE = (
 class Script:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # of each chat request, in the order of `requests`
         self.webhooks: list[dict[str, Any]] = []
         self.calls: Counter = Counter()
 
@@ -92,6 +93,7 @@ def build_app(script: Script, token_delay_s: float = 0.0) -> Starlette:
     async def completions(request: Request):
         body = await request.json()
         script.requests.append(body)
+        script.headers.append(dict(request.headers))
         model = body.get("model", "safe")
         mode, text = script.reply(model, body.get("messages", []))
         usage = {"prompt_tokens": 10, "completion_tokens": len(text.split()), "total_tokens": 10 + len(text.split())}
