@@ -6,10 +6,13 @@ import asyncio
 import contextlib
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.routing import Route
 
 from . import routes
 from .config import ServeConfig
+from .models import error_response
 from .state import ProxyState
 
 
@@ -32,6 +35,13 @@ def create_app(config: ServeConfig | None = None) -> Starlette:
         Route("/v1/models", routes.models, methods=["GET"]),
         Route("/healthz", routes.healthz, methods=["GET"]),
         Route("/metrics", routes.metrics, methods=["GET"]),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     app.state.couchguard = state
     return app
+
+
+async def _http_error(request: Request, exc: HTTPException):
+    """404, 405 and the like in OpenAI's error shape, like every other answer of the API."""
+    kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+    return error_response(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", kind=kind,
+                          headers=dict(exc.headers or {}))

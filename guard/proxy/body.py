@@ -9,6 +9,9 @@ from starlette.requests import Request
 
 from .models import RequestError
 
+# far deeper than any chat request (content parts, tool schemas) needs, far shallower than Python's recursion limit
+MAX_DEPTH = 64
+
 
 async def read_json(request: Request, limit: int) -> Any:
     declared = request.headers.get("content-length")
@@ -21,9 +24,44 @@ async def read_json(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise RequestError(413, f"request body exceeds the limit of {limit} bytes", code="request_too_large")
     try:
-        return json.loads(body, parse_constant=_reject_constant)
+        value = json.loads(body, parse_constant=_reject_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RequestError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    except RecursionError:
+        raise RequestError(400, f"request body nests deeper than {MAX_DEPTH} levels", code="invalid_json") from None
+    _check_shape(value)
+    return value
+
+
+def _check_shape(value: Any) -> None:
+    """Depth and text checks in one iterative walk (no recursion for a hostile body to exhaust): nesting beyond
+    MAX_DEPTH, and strings that are not valid Unicode (lone surrogates, which JSON escapes allow but UTF-8 cannot
+    carry), are client errors that would otherwise fail later, deep in a library, as a 500."""
+    stack: list[tuple[Any, str, int]] = [(value, "body", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise RequestError(400, f"request body nests deeper than {MAX_DEPTH} levels", code="invalid_json")
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _check_text(key, where)
+                stack.append((child, f"{where}.{key}" if where != "body" else key, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RequestError(400, f"{where}: text holds a lone surrogate (\\u{ord(text[_surrogate(text)]):04x}), "
+                                "which is not valid Unicode", code="invalid_text", param=where) from None
+
+
+def _surrogate(text: str) -> int:
+    return next(i for i, c in enumerate(text) if 0xD800 <= ord(c) <= 0xDFFF)
 
 
 def _reject_constant(name: str) -> Any:

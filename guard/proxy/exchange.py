@@ -65,6 +65,7 @@ class Exchange:
                 lambda: self.guard.input_rail(self.conversation, scores, locale=self.locale, context=context))
         except Exception:
             # classifier errors fail closed (the safe template) or open (the model is called unchecked)
+            log.exception("couchguard: input rail failed for request %s", self.request_id)
             decision = self.fail("input", CLASSIFIER_ERROR, text=None, unchecked=True, context=context)
         self.input_decision = decision
         return decision
@@ -108,15 +109,17 @@ class Exchange:
         return parse_conversation(messages + [{"role": "assistant", "content": text}])
 
     async def output_rail(self, text: str, *, upstream_ms: float | None = None) -> Decision:
-        conversation = self.with_response(text)
         context = self.context(upstream_ms=upstream_ms)
-        try:
+        conversation: Conversation | None = None
+        try:  # one boundary for the whole rail: any failure becomes a failure decision, audited
+            conversation = self.with_response(text)
             started = time.perf_counter()
             scores = await anyio.to_thread.run_sync(self._score, conversation)
             context["classifier_ms"] = (time.perf_counter() - started) * 1000
             return await self.guard.output_rail(conversation, regenerate=self.regenerate, scores=scores,
                                                 locale=self.locale, context=context)
         except Exception:
+            log.exception("couchguard: output rail failed for request %s", self.request_id)
             return self.fail("output", CLASSIFIER_ERROR, text=text, unchecked=True, context=context,
                              conversation=conversation)
 

@@ -86,6 +86,8 @@ class Upstream:
             response = await litellm.acompletion(**self._kwargs(messages, False, params))
         except Exception as exc:
             raise _classify(exc) from exc
+        if not getattr(response, "choices", None):
+            raise UpstreamError("unavailable", "upstream answered without any choice", 502)
         choice = response.choices[0]
         calls = getattr(choice.message, "tool_calls", None)
         usage = getattr(response, "usage", None)

@@ -13,7 +13,7 @@ import yaml
 from .upstream_server import Script, ServerThread, build_app
 
 MAIN_KEY, OPEN_KEY, PRIVATE_KEY = "k-main", "k-open", "k-private"
-SCRIPTS = ("safe", "means", "means-once", "echo", "error", "slow", "cut", "hang")
+SCRIPTS = ("safe", "means", "means-once", "echo", "error", "slow", "cut", "hang", "empty")
 
 
 @pytest.fixture(scope="session")

@@ -54,3 +54,40 @@ def test_policy_header_only_where_allowed(proxy, client):
     denied = _post(proxy, headers={**AUTH, "x-couchguard-policy": "general-assistant"},
                    json={"model": "safe", "messages": user(STRESS)})
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "policy_not_allowed"
+
+
+@pytest.mark.parametrize("content, code", [
+    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "tools": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+     "invalid_json"),
+    (b'{"model": "safe\\ud800", "messages": [{"role": "user", "content": "hi"}]}', "invalid_text"),
+    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi \\udfff there"}]}', "invalid_text"),
+    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "stream": true, "stream_options": 5}', None),
+    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "invalid_json"),
+])
+def test_hostile_bodies_get_400_not_500(proxy, content, code):
+    response = _post(proxy, content=content, headers={**AUTH, "content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and (code is None or error["code"] == code)
+
+
+@pytest.mark.parametrize("method, path, status", [("GET", "/v1/nothing", 404), ("GET", "/v1/chat/completions", 405),
+                                                  ("DELETE", "/v1/models", 405)])
+def test_unknown_routes_and_methods_answer_in_openai_shape(proxy, method, path, status):
+    response = httpx.request(method, f"{proxy.url}{path}", headers=AUTH, timeout=30)
+    assert response.status_code == status
+    assert response.json()["error"]["message"].startswith(f"{method} {path}")
+
+
+def test_upstream_without_choices_fails_closed_and_is_audited(proxy, audit_rows):
+    from .helpers import hash_of
+
+    messages = user("Checking an upstream that answers with no choices at all, please.")
+    response = _post(proxy, json={"model": "empty", "messages": messages})
+    assert response.status_code in (200, 502), response.text
+    assert response.status_code != 500
+    if response.status_code == 200:  # mental-health fails closed: the vetted template, never nothing
+        assert response.json()["choices"][0]["message"]["content"]
+    proxy.state.audit.flush()
+    rails = {row["rail"] for row in audit_rows(hash_of(messages))}
+    assert rails == {"input", "output"}

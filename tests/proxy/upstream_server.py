@@ -72,6 +72,8 @@ class Script:
             return "cut", SAFE
         if model == "hang":  # streams one sentence, then goes quiet
             return "hang", SAFE
+        if model == "empty":  # a 200 with no choices at all
+            return "empty", ""
         return "normal", SAFE
 
 
@@ -101,6 +103,9 @@ def build_app(script: Script, token_delay_s: float = 0.0) -> Starlette:
             return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, status_code=500)
         if mode == "slow":
             await asyncio.sleep(5)
+        if mode == "empty" and not body.get("stream"):
+            return JSONResponse({"id": "chatcmpl-upstream", "object": "chat.completion", "created": int(time.time()),
+                                 "model": model, "choices": [], "usage": usage})
         if not body.get("stream"):
             return JSONResponse({
                 "id": "chatcmpl-upstream", "object": "chat.completion", "created": int(time.time()), "model": model,
