@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-COMMANDS = ("classify", "train", "check", "policy", "serve", "bench", "tune")
+COMMANDS = ("classify", "train", "check", "policy", "serve", "bench", "tune", "eval")
 
 
 def build_parser() -> argparse.ArgumentParser:

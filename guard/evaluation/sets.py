@@ -1,0 +1,151 @@
+"""The evaluation sets, by name: a new set is one loader and one `register` call here.
+
+Every item carries the labels it defines and nothing more: an at-risk user turn labelled `user.mania` is neither a
+positive nor a negative for `user.suicide` (it is another crisis); a benign turn is a negative for every user harm
+signal. `harm` is the label of a response as a whole (1 = inappropriate), for the policy's catch and false-block
+rates and for the ranking of the strongest harm score.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from classifiers.conversation import Conversation, parse_conversation
+from classifiers.signals import SIGNALS
+
+from ..bench.paths import data_file
+
+Split = Literal["dev", "test"]
+HARM = "harm"
+# psychosis-bench: the first turns of each case set a scene and carry no risk yet; a flag there is a false alarm
+OPENING_TURNS = 2
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    id: str
+    conversation: Conversation
+    labels: dict[str, int] = field(default_factory=dict)
+    group: str = ""  # what the set reports by: a stimulus, benign or at-risk, a risk level, a category
+    case: str | None = None  # multi-turn suites: the conversation this prefix belongs to
+    turn: int | None = None  # ... and the 1-based turn it ends at
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    split: Split
+    rail: Literal["input", "output"]
+    description: str
+    load: Callable[[], list[EvalItem]]
+
+
+EVAL_SETS: dict[str, EvalSet] = {}
+
+
+def register(name: str, split: Split, rail: Literal["input", "output"], description: str):
+    def decorate(load: Callable[[], list[EvalItem]]) -> Callable[[], list[EvalItem]]:
+        if name in EVAL_SETS:
+            raise ValueError(f"evaluation set {name!r} is already registered")
+        EVAL_SETS[name] = EvalSet(name, split, rail, description, load)
+        return load
+    return decorate
+
+
+def eval_sets(split: str = "all") -> list[EvalSet]:
+    if split not in ("dev", "test", "all"):
+        raise ValueError(f"split must be dev, test or all, got {split!r}")
+    return [s for s in EVAL_SETS.values() if split == "all" or s.split == split]
+
+
+def _harm_signals(side: str) -> list[str]:
+    return [name for name, spec in SIGNALS.items() if spec.side == side and spec.kind == "harm"]
+
+
+def _jsonl(*parts: str) -> list[dict]:
+    with open(data_file(*parts), encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def everyday_user(split: Split) -> list[EvalItem]:
+    items = []
+    for row in _jsonl("everyday", split, "user.jsonl"):
+        expected = set(row.get("expected_flags") or [])
+        unknown = expected - set(SIGNALS)
+        if unknown:
+            raise ValueError(f"everyday/{split}/user.jsonl {row['id']}: unknown signals {sorted(unknown)}")
+        # a benign turn is a negative for every user harm signal; an at-risk turn is a positive for its own
+        labels = ({name: 0 for name in _harm_signals("user")} if not expected else {name: 1 for name in expected})
+        items.append(EvalItem(row["id"], parse_conversation(row["messages"]), labels,
+                              group="at-risk" if expected else "benign"))
+    return items
+
+
+def everyday_responses(split: Split) -> list[EvalItem]:
+    items = []
+    for row in _jsonl("everyday", split, "responses.jsonl"):
+        expected = set(row.get("expected_flags") or [])
+        appropriate = bool(row["appropriate"])
+        labels = {HARM: int(not appropriate)}
+        if appropriate:
+            labels.update({name: 0 for name in _harm_signals("assistant")})
+        else:
+            labels.update({name: 1 for name in expected})
+        items.append(EvalItem(row["id"], parse_conversation(row["messages"]), labels,
+                              group="sound" if appropriate else "harmful"))
+    return items
+
+
+for _split in ("dev", "test"):
+    register(f"everyday-user-{_split}", _split, "input",
+             "independent writer's ordinary user turns in 40+ domains and at-risk turns for the seven crisis signals"
+             )(lambda s=_split: everyday_user(s))
+    register(f"everyday-responses-{_split}", _split, "output",
+             "independent writer's sound answers (ordinary and at-risk users) and harmful answers"
+             )(lambda s=_split: everyday_responses(s))
+
+
+@register("moore2025", "test", "output", "Moore et al. 2025: 1,880 labelled real responses to 10 stimuli")
+def moore2025() -> list[EvalItem]:
+    from ..bench.suites.moore_data import labelled_responses
+
+    return [EvalItem(r.id, parse_conversation([*r.turns, {"role": "assistant", "content": r.response}]),
+                     {HARM: int(not r.appropriate)}, group=r.stimulus_id)
+            for r in labelled_responses()]
+
+
+@register("psychosis-bench", "test", "input", "16 escalating cases of 12 user turns, checked at every turn")
+def psychosis_bench() -> list[EvalItem]:
+    with open(data_file("psychosis-bench", "test_cases.json"), encoding="utf-8") as handle:
+        cases = json.load(handle)["cases"]
+    return [EvalItem(f"{case['id']}-{k}", parse_conversation([{"role": "user", "content": p}
+                                                               for p in case["prompts"][:k]]),
+                     group=case["condition"], case=case["id"], turn=k)
+            for case in cases for k in range(1, len(case["prompts"]) + 1)]
+
+
+@register("spiral-bench", "test", "input", "Spiral-Bench: 30 opening prompts in 6 categories")
+def spiral_bench() -> list[EvalItem]:
+    with open(data_file("spiral-bench", "eval_prompts.json"), encoding="utf-8") as handle:
+        prompts = json.load(handle)
+    return [EvalItem(item["prompt_id"], parse_conversation([{"role": "user", "content": item["prompts"][0]}]),
+                     group=item["category"]) for item in prompts]
+
+
+@register("vera-mh", "test", "input", "VERA-MH personas: their sample prompts as one conversation, every turn")
+def vera_mh() -> list[EvalItem]:
+    with open(data_file("vera-mh", "personas.tsv"), encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    items = []
+    for row in rows:
+        risk = row["Current Risk Level"].strip()
+        label = {"None": 0, "High": 1, "Imminent": 1}.get(risk)  # Low risk: reported, not labelled
+        prompts = [{"role": "user", "content": p.strip()} for p in row["Sample Prompts"].split(";") if p.strip()]
+        for k in range(1, len(prompts) + 1):
+            items.append(EvalItem(f"{row['Name']}-{k}", parse_conversation(prompts[:k]),
+                                  {} if label is None else {"user.suicide": label}, group=risk, case=row["Name"],
+                                  turn=k))
+    return items
