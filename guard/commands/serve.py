@@ -15,6 +15,12 @@ def add_parser(sub) -> None:
     parser.add_argument("--config", default=None, help="YAML config: products, keys, limits, audit, escalation")
     parser.add_argument("--locale", default=None, help="crisis resources for this locale (default: the policy's)")
     parser.add_argument("--audit-url", default=None, help="audit database URL (default sqlite:///couchguard-audit.db)")
+    parser.add_argument(
+        "--playground",
+        action="store_true",
+        help="also serve the playground page at /playground/ (off by default: it takes no API key, "
+        "so only on a trusted network)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -25,15 +31,39 @@ def run(args) -> int:
     from ..proxy import ConfigError, create_app, load_config
 
     try:
-        config = load_config(args.config, policy=args.policy, model=args.model, api_base=args.api_base,
-                             locale=args.locale, audit_url=args.audit_url)
+        config = load_config(
+            args.config,
+            policy=args.policy,
+            model=args.model,
+            api_base=args.api_base,
+            locale=args.locale,
+            audit_url=args.audit_url,
+        )
         app = create_app(config)
+        if args.playground:
+            _mount_playground(app, args.policy or "mental-health")
     except (ConfigError, PolicyError) as exc:
         print(f"couchguard serve: invalid configuration\n{exc}", file=sys.stderr)
         return 2
     if not any(p.upstream.model or p.models for p in app.state.couchguard.products.products.values()):
-        print("couchguard serve: no upstream model: give --model or upstream.model / models in --config",
-              file=sys.stderr)
+        print(
+            "couchguard serve: no upstream model: give --model or upstream.model / models in --config", file=sys.stderr
+        )
         return 2
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
+
+
+def _mount_playground(app, policy: str) -> None:
+    """Added before the server starts, so the proxy's routes are still fixed once it serves."""
+    from starlette.routing import Mount
+
+    from ..playground import create_app as create_playground
+    from ..playground.errors import BadRequest
+    from ..proxy import ConfigError
+
+    try:
+        playground = create_playground(policy)
+    except BadRequest as exc:
+        raise ConfigError(f"--playground: {exc}") from None
+    app.router.routes.append(Mount("/playground", app=playground))
