@@ -1,202 +1,251 @@
-"""Actions as registries: a new action is one function registered for its rail.
+"""The action vocabulary: a new action is one `register_action` call here, with its builder.
 
-Input actions take the conversation and the input verdict and return what happens before the model is called.
-Output actions take the response and the output verdict and return what the user receives. `rewrite` tries its
-strategies (also a registry) in order; every rewritten text is checked again by the output rail before delivery.
+Each action carries its spec: the rail it belongs to, its severity there (the most severe matched rule wins), the
+rule fields it needs, and whether the user receives the model's response (`delivers`). The policy schema, the
+severity order, the loader's checks, the proxy's "delivered" test and the bench's "withheld" count all read these
+specs; nothing else lists action names.
+
+Builders are pure: they turn a verdict into an outcome (text, messages for the model) and never call a classifier
+or the model. Rewriting, which does both, is orchestrated by `Guard` (see `guard/rewriting.py`); the `rewrite`
+builder supplies its last resort, the vetted template.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
 
 from classifiers.conversation import Conversation
 
-from .policy import Verdict
+from .messages import as_dicts
 from .resources import render_instruction, render_template
 
 if TYPE_CHECKING:
-    from .pipeline import Guard
+    from .policy import Verdict
 
-# regenerate(messages) -> new response text, from the upstream model
-Regenerate = Callable[[list[dict]], Awaitable[str]]
-
-MIN_WORDS_AFTER_REMOVAL = 25
+Rail = Literal["input", "output"]
 
 
 @dataclass
-class InputOutcome:
+class Outcome:
+    """What an action builder hands back: the user's text (None when the model is simply called) and, for input
+    actions that change the request, the messages sent to the model instead."""
+
     text: str | None = None
     upstream_messages: list[dict] | None = None
-
-
-@dataclass
-class OutputOutcome:
-    text: str
     strategy: str | None = None
     attempts: list[str] = field(default_factory=list)
 
 
-@dataclass
-class OutputContext:
-    guard: "Guard"
-    conversation: Conversation  # the last message is the response under review
-    verdict: Verdict
-    tightened: dict[str, float]
-    locale: str
-    regenerate: Regenerate | None
-    user_scores: dict[str, float]  # the user turns do not change during a rewrite: score them once
+# build(conversation, verdict, locale) -> Outcome; on the output rail the conversation ends with the response
+Builder = Callable[[Conversation, "Verdict", str], Outcome]
 
 
-INPUT_ACTIONS: dict[str, Callable[[Conversation, Verdict, str], InputOutcome]] = {}
-OUTPUT_ACTIONS: dict[str, Callable[[OutputContext], Awaitable[OutputOutcome]]] = {}
-REWRITE_STRATEGIES: dict[str, Callable[[OutputContext, list[str]], Awaitable[str | None]]] = {}
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    rail: Rail
+    severity: int
+    # whether the user receives what the model wrote (with any added text): `allow`, `annotate`, `steer`
+    delivers: bool
+    # rule fields the action cannot work without, e.g. a block needs the template the user receives instead
+    needs: tuple[str, ...] = ()
+    build: Builder | None = None
+    # the rewrite loop (guard/rewriting.py) runs first, with the rule's strategies; the builder is its last resort
+    rewrites: bool = False
+    # False for outcomes only failures produce (`unchecked`, `error`): no policy rule may choose them
+    in_policies: bool = True
+    description: str = ""
 
 
-def input_action(name: str):
-    def register(function):
-        INPUT_ACTIONS[name] = function
-        return function
+ACTIONS: dict[tuple[Rail, str], ActionSpec] = {}
+FAILURE_RAILS: tuple[Rail, ...] = ("input", "output")
+
+
+def register_action(
+    rail: Rail,
+    name: str,
+    *,
+    severity: int,
+    delivers: bool,
+    needs: Iterable[str] = (),
+    rewrites: bool = False,
+    in_policies: bool = True,
+    description: str = "",
+) -> Callable[[Builder], Builder]:
+    """Register `name` on `rail` with the decorated function as its builder."""
+
+    def register(build: Builder) -> Builder:
+        if (rail, name) in ACTIONS:
+            raise ValueError(f"action {name!r} is already registered on the {rail} rail")
+        ACTIONS[(rail, name)] = ActionSpec(
+            name=name,
+            rail=rail,
+            severity=severity,
+            delivers=delivers,
+            needs=tuple(needs),
+            build=build,
+            rewrites=rewrites,
+            in_policies=in_policies,
+            description=description,
+        )
+        return build
+
     return register
 
 
-def output_action(name: str):
-    def register(function):
-        OUTPUT_ACTIONS[name] = function
-        return function
-    return register
+def unregister_action(rail: Rail, name: str) -> None:
+    """For tests that register an action of their own."""
+    ACTIONS.pop((rail, name), None)
 
 
-def rewrite_strategy(name: str):
-    def register(function):
-        REWRITE_STRATEGIES[name] = function
-        return function
-    return register
+def action_spec(rail: Rail, name: str) -> ActionSpec:
+    return ACTIONS[(rail, name)]
 
 
-def as_messages(conversation: Conversation) -> list[dict]:
-    return [{"role": m.role, "content": m.content} for m in conversation.messages]
+def policy_actions(rail: Rail) -> list[str]:
+    """The actions a policy rule on `rail` may choose, least severe first."""
+    specs = sorted((s for s in ACTIONS.values() if s.rail == rail and s.in_policies), key=lambda s: s.severity)
+    return [s.name for s in specs]
 
 
-def _instructions(rules, locale: str) -> list[str]:
+def action_names() -> list[str]:
+    """Every action a decision may carry, on either rail, failures included."""
+    return list(dict.fromkeys(name for _, name in ACTIONS))
+
+
+def severity(rail: Rail, name: str) -> int:
+    return ACTIONS[(rail, name)].severity
+
+
+def delivers(action: str, rail: Rail = "output") -> bool:
+    """Whether the user receives the model's response under `action`. Unknown actions deliver nothing."""
+    spec = ACTIONS.get((rail, action))
+    return spec is not None and spec.delivers
+
+
+def withheld(action: str, rail: Rail = "output") -> bool:
+    """The opposite of `delivers`, for counting what the user did not receive (caught or falsely blocked)."""
+    return not delivers(action, rail)
+
+
+# -- shared pieces of the builders ---------------------------------------------------------------------------------
+def instructions(rules: Iterable[Any], locale: str) -> list[str]:
     ids = list(dict.fromkeys(rule.instruction for rule in rules if rule.instruction))
     return [render_instruction(i, locale) for i in ids]
 
 
-def _first_template(rules, locale: str, default: str = "safe_fallback") -> str:
+def first_template(rules: Iterable[Any], locale: str, default: str = "safe_fallback") -> str:
     template = next((rule.template for rule in rules if rule.template), default)
     return render_template(template, locale)
 
 
-# -- input -----------------------------------------------------------------------------------------------------------
-@input_action("allow")
-def allow_input(conversation: Conversation, verdict: Verdict, locale: str) -> InputOutcome:
-    return InputOutcome()
-
-
-@input_action("steer")
-def steer_input(conversation: Conversation, verdict: Verdict, locale: str) -> InputOutcome:
-    guidance = "\n\n".join(_instructions(verdict.rules_with("steer"), locale))
-    messages = as_messages(conversation)
-    # after any existing system prompt, so the product's own instructions keep their place
-    position = next((i for i, m in enumerate(messages) if m["role"] not in ("system", "developer")), len(messages))
-    messages.insert(position, {"role": "system", "content": guidance})
-    return InputOutcome(upstream_messages=messages)
-
-
-@input_action("block")
-def block_input(conversation: Conversation, verdict: Verdict, locale: str) -> InputOutcome:
-    return InputOutcome(text=_first_template(verdict.rules_with("block"), locale, "blocked_request"))
-
-
-# -- output ----------------------------------------------------------------------------------------------------------
-@output_action("allow")
-async def allow_output(context: OutputContext) -> OutputOutcome:
-    return OutputOutcome(text=context.conversation.last.content)
-
-
-@output_action("annotate")
-async def annotate_output(context: OutputContext) -> OutputOutcome:
-    return OutputOutcome(text=annotate(context.conversation.last.content, context.verdict, context.locale))
-
-
-def annotate(text: str, verdict: Verdict, locale: str) -> str:
-    notes = list(dict.fromkeys(render_template(rule.template, locale)
-                               for rule in verdict.rules_with("annotate") if rule.template))
+def annotate(text: str, verdict: "Verdict", locale: str) -> str:
+    notes = list(
+        dict.fromkeys(
+            render_template(rule.template, locale) for rule in verdict.rules_with("annotate") if rule.template
+        )
+    )
     return "\n\n".join([text.rstrip(), *notes]) if notes else text
 
 
-@output_action("block")
-async def block_output(context: OutputContext) -> OutputOutcome:
-    return OutputOutcome(text=_first_template(context.verdict.rules_with("block"), context.locale))
+def _failure(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    raise TypeError("failure outcomes are built by Guard.failure, not by a policy verdict")
 
 
-@output_action("rewrite")
-async def rewrite_output(context: OutputContext) -> OutputOutcome:
-    rules = context.verdict.rules_with("rewrite")
-    strategies = list(dict.fromkeys(s for rule in rules for s in rule.strategies))
-    attempts: list[str] = []
-    for name in strategies:
-        text = await REWRITE_STRATEGIES[name](context, attempts)
-        if text is not None:
-            return OutputOutcome(text=text, strategy=name, attempts=attempts)
-    attempts.append("template:fallback")
-    return OutputOutcome(text=_first_template(rules, context.locale), strategy="template", attempts=attempts)
+# -- input -----------------------------------------------------------------------------------------------------------
+@register_action("input", "allow", severity=0, delivers=True, description="the model is called unchanged")
+def allow_input(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    return Outcome()
 
 
-async def _recheck(context: OutputContext, candidate: str) -> str | None:
-    """The candidate as the user would receive it if the output rail passes it (annotations added), else None."""
-    messages = as_messages(context.conversation)[:-1] + [{"role": "assistant", "content": candidate}]
-    verdict = await context.guard.output_verdict(messages, context.tightened, context.user_scores)
-    if verdict.action in ("allow", "annotate"):
-        return annotate(candidate, verdict, context.locale)
-    return None
+@register_action(
+    "input",
+    "steer",
+    severity=1,
+    delivers=True,
+    needs=("instruction",),
+    description="the model is called with an added safety instruction",
+)
+def steer_input(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    guidance = "\n\n".join(instructions(verdict.rules_with("steer"), locale))
+    messages = as_dicts(conversation)
+    # after any existing system prompt, so the product's own instructions keep their place
+    position = next((i for i, m in enumerate(messages) if m["role"] not in ("system", "developer")), len(messages))
+    messages.insert(position, {"role": "system", "content": guidance})
+    return Outcome(upstream_messages=messages)
 
 
-@rewrite_strategy("regenerate")
-async def regenerate(context: OutputContext, attempts: list[str]) -> str | None:
-    if context.regenerate is None:
-        return None
-    rules = context.verdict.rules_with("rewrite")
-    correction = "\n\n".join(_instructions(rules, context.locale))
-    messages = as_messages(context.conversation)[:-1]
-    messages.insert(0, {"role": "system", "content": correction})
-    for attempt in range(context.guard.policy.max_rewrites):
-        attempts.append(f"regenerate:{attempt + 1}")
-        try:
-            candidate = await context.regenerate(messages)
-        except Exception as exc:  # an upstream failure ends this strategy, never the rail
-            attempts.append(f"regenerate:error:{type(exc).__name__}")
-            return None
-        if candidate and candidate.strip():
-            checked = await _recheck(context, candidate)
-            if checked is not None:
-                return checked
-    return None
+@register_action(
+    "input",
+    "block",
+    severity=2,
+    delivers=False,
+    needs=("template",),
+    description="a vetted template; the model is not called",
+)
+def block_input(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    return Outcome(text=first_template(verdict.rules_with("block"), locale, "blocked_request"))
 
 
-@rewrite_strategy("remove")
-async def remove_sentences(context: OutputContext, attempts: list[str]) -> str | None:
-    """Drop the sentences that carry the flagged harm, if what remains still stands on its own."""
-    attempts.append("remove")
-    harmful = {signal for rule in context.verdict.rules_with("rewrite")
-               for signal in context.guard.assistant_signals_in(rule)}
-    if not harmful:
-        return None
-    thresholds = context.guard.thresholds(context.tightened)
-    text = context.conversation.last.content
-    sentences = await context.guard.sentence_scores(context.conversation)
-    keep = [span for span, scores in sentences
-            if not any(scores[s] >= thresholds[s] for s in harmful)]
-    if len(keep) == len(sentences):
-        return None  # the harm is spread over the text, not in removable sentences
-    remaining = " ".join(text[a:b].strip() for a, b in keep).strip()
-    if len(remaining.split()) < MIN_WORDS_AFTER_REMOVAL:
-        return None
-    return await _recheck(context, remaining)
+# -- output ----------------------------------------------------------------------------------------------------------
+@register_action("output", "allow", severity=0, delivers=True, description="the response unchanged")
+def allow_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    return Outcome(text=conversation.last.content)
 
 
-@rewrite_strategy("template")
-async def template(context: OutputContext, attempts: list[str]) -> str | None:
-    attempts.append("template")
-    return _first_template(context.verdict.rules_with("rewrite"), context.locale)
+@register_action(
+    "output",
+    "annotate",
+    severity=1,
+    delivers=True,
+    needs=("template",),
+    description="the response, followed by added text",
+)
+def annotate_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    return Outcome(text=annotate(conversation.last.content, verdict, locale))
+
+
+@register_action(
+    "output",
+    "rewrite",
+    severity=2,
+    delivers=False,
+    needs=("template",),
+    rewrites=True,
+    description="different content: regenerated, sentences removed, or a template",
+)
+def rewrite_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    # the last resort of the rewrite loop (guard/rewriting.py), which Guard runs first
+    return Outcome(
+        text=first_template(verdict.rules_with("rewrite"), locale), strategy="template", attempts=["template:fallback"]
+    )
+
+
+@register_action(
+    "output",
+    "block",
+    severity=3,
+    delivers=False,
+    needs=("template",),
+    description="a vetted template instead of the response",
+)
+def block_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+    return Outcome(text=first_template(verdict.rules_with("block"), locale))
+
+
+# -- failures (Guard.failure): never chosen by a rule --------------------------------------------------------------
+for _rail in FAILURE_RAILS:
+    # fail-open: the model was called, or its text delivered, without a check
+    register_action(
+        _rail,
+        "unchecked",
+        severity=-1,
+        delivers=True,
+        in_policies=False,
+        description="fail-open: delivered without a check",
+    )(_failure)
+    # fail-open: the failure itself is surfaced to the client; nothing is delivered
+    register_action(
+        _rail, "error", severity=-1, delivers=False, in_policies=False, description="fail-open: the failure is surfaced"
+    )(_failure)

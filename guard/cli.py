@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
-# Offline-first, before any third-party import: no model hub, no litellm cost-map fetch, no tldextract download.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from . import offline
 
-COMMANDS = ("classify", "train", "check", "policy", "serve", "bench", "tune", "eval")
+# Offline-first, before any third-party import: no model hub, no litellm cost-map fetch.
+offline.apply()
+
+COMMANDS = ("classify", "train", "check", "policy", "serve", "bench", "tune", "eval", "playground")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .actions import ACTIONS, action_names
 
 Rail = Literal["input", "output"]
 
@@ -13,6 +15,7 @@ class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     rail: Rail
+    # an action registered for the rail (guard/actions.py), the failure outcomes `unchecked` and `error` included
     action: str
     rules: list[str] = Field(default_factory=list)
     criteria: list[str] = Field(default_factory=list)
@@ -29,8 +32,18 @@ class Decision(BaseModel):
     strategy: str | None = None
     attempts: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _registered_action(self) -> "Decision":
+        if (self.rail, self.action) not in ACTIONS:
+            known = [name for rail, name in ACTIONS if rail == self.rail]
+            raise ValueError(
+                f"action {self.action!r} is not registered on the {self.rail} rail; known: "
+                f"{', '.join(known)} (all rails: {', '.join(action_names())})"
+            )
+        return self
+
     def contract(self) -> dict[str, Any]:
-        """The `couchguard check` line shape (ARCHITECTURE "CLI contracts"), without the id."""
+        """The `couchguard check` line shape (docs/architecture.md, "CLI contracts"), without the id."""
         return {
             "rail": self.rail,
             "action": self.action,

@@ -10,11 +10,18 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from datetime import datetime, timezone
 from typing import Any
 
 import httpx
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 log = logging.getLogger("couchguard.escalation")
 _STOP = object()
@@ -65,15 +72,26 @@ class EscalationWebhook:
                     self._queue.task_done()
 
     def _post(self, client: httpx.Client, event: dict[str, Any]) -> None:
-        for attempt in range(self.retries + 1):
-            try:
-                response = client.post(self.url, json=event)
-                if response.status_code < 500:
-                    if response.status_code >= 400:
-                        log.error("escalation webhook refused the event: HTTP %s", response.status_code)
-                    return
-            except httpx.HTTPError as exc:
-                log.warning("escalation webhook attempt %d failed: %s", attempt + 1, exc)
-            time.sleep(0.2 * 2 ** attempt)
-        log.error("escalation webhook unreachable; event for %s dropped (it is in the audit log with escalate=true)",
-                  event.get("conversation_hash"))
+        try:
+            response = self._retrying(client, event)
+        except RetryError as exc:
+            outcome = exc.last_attempt
+            cause = outcome.exception() or f"HTTP {outcome.result().status_code}"
+            log.error(
+                "escalation webhook unreachable (%s); event for %s dropped (it is in the audit log with escalate=true)",
+                cause,
+                event.get("conversation_hash"),
+            )
+            return
+        if response.status_code >= 400:
+            log.error("escalation webhook refused the event: HTTP %s", response.status_code)
+
+    def _retrying(self, client: httpx.Client, event: dict[str, Any]) -> httpx.Response:
+        # transport errors and 5xx are worth another try (the receiver may be restarting); a 4xx will not change
+        retrying = Retrying(
+            stop=stop_after_attempt(self.retries + 1),
+            wait=wait_exponential(multiplier=0.2, max=5),
+            retry=retry_if_exception_type(httpx.HTTPError) | retry_if_result(lambda r: r.status_code >= 500),
+            before_sleep=lambda state: log.warning("escalation webhook attempt %d failed", state.attempt_number),
+        )
+        return retrying(client.post, self.url, json=event)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import IO, Any, Callable
 
 from classifiers.conversation import Conversation, ConversationError, parse_conversation
+
+log = logging.getLogger("couchguard")
 
 # A batch groups lines so that texts are encoded together; output still leaves line by line, in order.
 DEFAULT_BATCH = 32
@@ -66,6 +69,9 @@ def process(
                 results = handle_batch([c for _, c in valid])
                 outputs = {i: r for (i, _), r in zip(valid, results)}
             except Exception as exc:  # one failing batch must not lose the rest of the input
+                log.exception(
+                    "couchguard: a batch of %d lines failed (ids %s)", len(valid), [pending[i][1] for i, _ in valid][:5]
+                )
                 outputs = {i: {"error": f"internal error: {type(exc).__name__}: {exc}"} for i, _ in valid}
         for i, (_, record_id, _, error) in enumerate(pending):
             body = {"id": record_id, **outputs[i]} if error is None else {"id": record_id, "error": error}

@@ -14,16 +14,18 @@ with what the user should receive. See docs/litellm.md.
 
 from __future__ import annotations
 
-import os
 from typing import Any, AsyncGenerator
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from . import offline
+
+offline.apply()  # before litellm is imported: it fetches its cost map otherwise
 
 import anyio  # noqa: E402
 from litellm.integrations.custom_guardrail import CustomGuardrail  # noqa: E402
 
 from classifiers.conversation import parse_conversation  # noqa: E402
 
+from .actions import delivers  # noqa: E402
 from .pipeline import Guard  # noqa: E402
 from .policy import load_policy  # noqa: E402
 from .upstream_params import refuse_call_settings  # noqa: E402
@@ -32,9 +34,15 @@ METADATA_KEY = "couchguard"
 
 
 class CouchguardGuardrail(CustomGuardrail):
-    def __init__(self, policy: str = "mental-health", locale: str | None = None,
-                 regenerate_model: str | None = None, regenerate_api_base: str | None = None,
-                 guard: Guard | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        policy: str = "mental-health",
+        locale: str | None = None,
+        regenerate_model: str | None = None,
+        regenerate_api_base: str | None = None,
+        guard: Guard | None = None,
+        **kwargs: Any,
+    ) -> None:
         # LiteLLM passes every litellm_params entry as a keyword; the ones above are ours, the rest its own
         kwargs.setdefault("guardrail_name", "couchguard")
         super().__init__(**kwargs)
@@ -53,11 +61,13 @@ class CouchguardGuardrail(CustomGuardrail):
         conversation = parse_conversation(messages)  # ConversationError is a ValueError: LiteLLM answers 400
         context = {"product": "litellm", "stream": bool(data.get("stream"))}
         decision = await anyio.to_thread.run_sync(lambda: self.guard.input_rail(conversation, context=context))
-        data.setdefault("metadata", {})[METADATA_KEY] = {"input": _info(decision),
-                                                         "messages": [dict(m) for m in messages]}
-        if decision.action == "block":
+        data.setdefault("metadata", {})[METADATA_KEY] = {
+            "input": _info(decision),
+            "messages": [dict(m) for m in messages],
+        }
+        if not delivers(decision.action, "input"):  # answered by the guard: the model is not called
             self.raise_passthrough_exception(decision.text or "", data, detection_info=_info(decision))
-        if decision.action == "steer" and decision.upstream_messages is not None:
+        if decision.upstream_messages is not None:  # an input action that changes what the model reads
             data["messages"] = decision.upstream_messages
         return data
 
@@ -74,8 +84,9 @@ class CouchguardGuardrail(CustomGuardrail):
             hidden[METADATA_KEY] = _info(decision)
         return response
 
-    async def async_post_call_streaming_iterator_hook(self, user_api_key_dict, response,
-                                                      request_data: dict) -> AsyncGenerator[Any, None]:
+    async def async_post_call_streaming_iterator_hook(
+        self, user_api_key_dict, response, request_data: dict
+    ) -> AsyncGenerator[Any, None]:
         """Streams are held until checked: LiteLLM relays chunks as this yields them, so nothing unchecked is
         yielded. (`couchguard serve` releases checked sentence windows instead; here the whole answer is held.)"""
         chunks = [chunk async for chunk in response]
@@ -100,14 +111,16 @@ class CouchguardGuardrail(CustomGuardrail):
         messages = stash.get("messages") or data.get("messages") or []
         conversation = parse_conversation([*messages, {"role": "assistant", "content": text}])
         regenerate = self._regenerate if self.regenerate_model else None
-        return await self.guard.output_rail(conversation, regenerate=regenerate,
-                                            context={"product": "litellm", "stream": bool(data.get("stream"))})
+        return await self.guard.output_rail(
+            conversation, regenerate=regenerate, context={"product": "litellm", "stream": bool(data.get("stream"))}
+        )
 
     async def _regenerate(self, messages: list[dict]) -> str:
         import litellm
 
-        response = await litellm.acompletion(model=self.regenerate_model, messages=messages,
-                                             api_base=self.regenerate_api_base)
+        response = await litellm.acompletion(
+            model=self.regenerate_model, messages=messages, api_base=self.regenerate_api_base
+        )
         return response.choices[0].message.content or ""
 
 

@@ -48,8 +48,9 @@ def crisis_resources(locale: str | None) -> CrisisResources:
     code = (locale or FALLBACK_LOCALE).replace("_", "-").split("-")[-1].upper()
     code = {"UK": "GB"}.get(code, code)
     entry = table.get(code) or table[FALLBACK_LOCALE]
-    return CrisisResources(code if code in table else FALLBACK_LOCALE, entry["name"], entry["emergency"],
-                           tuple(entry["lines"]))
+    return CrisisResources(
+        code if code in table else FALLBACK_LOCALE, entry["name"], entry["emergency"], tuple(entry["lines"])
+    )
 
 
 def render_template(template_id: str, locale: str | None) -> str:

@@ -13,9 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-def _number(low: float, high: float):
-    """A finite float in a range: NaN and Infinity are client errors, not values to pass on."""
-    return Annotated[float, Field(ge=low, le=high, allow_inf_nan=False, strict=False)]
+# finite floats in the ranges OpenAI documents (named, so that type checkers read them as types)
+Temperature = Annotated[float, Field(ge=0.0, le=2.0, allow_inf_nan=False, strict=False)]
+UnitFloat = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=False)]
+Penalty = Annotated[float, Field(ge=-2.0, le=2.0, allow_inf_nan=False, strict=False)]
+Bias = Annotated[float, Field(ge=-100.0, le=100.0, allow_inf_nan=False, strict=False)]
 
 
 MAX_STOP_SEQUENCES = 4  # OpenAI's own limit
@@ -30,23 +32,26 @@ class UpstreamParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    temperature: _number(0.0, 2.0) | None = None
-    top_p: _number(0.0, 1.0) | None = None
+    temperature: Temperature | None = None
+    top_p: UnitFloat | None = None
     max_tokens: Annotated[int, Field(ge=1, le=1_000_000, strict=True)] | None = None
     max_completion_tokens: Annotated[int, Field(ge=1, le=1_000_000, strict=True)] | None = None
-    stop: (Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
-           | Annotated[list[Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]],
-                       Field(max_length=MAX_STOP_SEQUENCES)]
-           | None) = None
-    presence_penalty: _number(-2.0, 2.0) | None = None
-    frequency_penalty: _number(-2.0, 2.0) | None = None
+    stop: (
+        Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]
+        | Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_STOP_CHARS)]], Field(max_length=MAX_STOP_SEQUENCES)
+        ]
+        | None
+    ) = None
+    presence_penalty: Penalty | None = None
+    frequency_penalty: Penalty | None = None
     seed: Annotated[int, Field(strict=True, ge=-(2**63), le=2**63 - 1)] | None = None
     tools: Annotated[list[dict[str, Any]], Field(max_length=MAX_TOOLS)] | None = None
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     response_format: dict[str, Any] | None = None
     user: Annotated[str, Field(max_length=256)] | None = None
-    logit_bias: Annotated[dict[str, _number(-100.0, 100.0)], Field(max_length=MAX_LOGIT_BIAS)] | None = None
+    logit_bias: Annotated[dict[str, Bias], Field(max_length=MAX_LOGIT_BIAS)] | None = None
     logprobs: bool | None = None
     top_logprobs: Annotated[int, Field(ge=0, le=20, strict=True)] | None = None
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
@@ -80,15 +85,50 @@ FORWARDED_FIELDS = frozenset(UpstreamParams.model_fields)
 # litellm keywords that decide where, how and with which credentials a call is made. `couchguard serve` does not need
 # this list (it forwards FORWARDED_FIELDS and nothing else); the LiteLLM guardrail does, because there LiteLLM owns
 # the request and puts bookkeeping fields of its own (metadata, call ids) beside the client's.
-CALL_SETTINGS = frozenset({
-    "api_base", "base_url", "api_key", "api_version", "api_type", "organization", "custom_llm_provider",
-    "extra_headers", "headers", "extra_body", "timeout", "request_timeout", "stream_timeout", "num_retries",
-    "max_retries", "mock_response", "mock_tool_calls", "mock_timeout", "litellm_params", "model_list",
-    "callbacks", "success_callback", "failure_callback", "input_callback", "service_callback",
-    "azure_ad_token", "azure_ad_token_provider", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
-    "aws_region_name", "aws_bedrock_runtime_endpoint", "vertex_credentials", "vertex_project", "vertex_location",
-    "user_continue_message", "deployment_id", "client", "http_client", "ssl_verify",
-})
+CALL_SETTINGS = frozenset(
+    {
+        "api_base",
+        "base_url",
+        "api_key",
+        "api_version",
+        "api_type",
+        "organization",
+        "custom_llm_provider",
+        "extra_headers",
+        "headers",
+        "extra_body",
+        "timeout",
+        "request_timeout",
+        "stream_timeout",
+        "num_retries",
+        "max_retries",
+        "mock_response",
+        "mock_tool_calls",
+        "mock_timeout",
+        "litellm_params",
+        "model_list",
+        "callbacks",
+        "success_callback",
+        "failure_callback",
+        "input_callback",
+        "service_callback",
+        "azure_ad_token",
+        "azure_ad_token_provider",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "aws_region_name",
+        "aws_bedrock_runtime_endpoint",
+        "vertex_credentials",
+        "vertex_project",
+        "vertex_location",
+        "user_continue_message",
+        "deployment_id",
+        "client",
+        "http_client",
+        "ssl_verify",
+    }
+)
 
 
 class ParamsError(ValueError):
@@ -107,8 +147,11 @@ def upstream_params(fields: dict[str, Any]) -> UpstreamParams:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "body"
         if first["type"] == "extra_forbidden":
-            raise ParamsError(field, "is not a chat-completions field couchguard forwards to the model (see "
-                                     "docs/proxy.md, 'What a client can set')") from None
+            raise ParamsError(
+                field,
+                "is not a chat-completions field couchguard forwards to the model (see "
+                "docs/proxy.md, 'What a client can set')",
+            ) from None
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ParamsError(field, problems) from None
 
@@ -116,12 +159,19 @@ def upstream_params(fields: dict[str, Any]) -> UpstreamParams:
 def refuse_call_settings(data: dict[str, Any]) -> None:
     """ParamsError for a request that carries a call setting at its top level or inside `litellm_params`, then the
     allow-listed fields it carries validated as in the proxy (the LiteLLM guardrail's check of client data)."""
-    nested = data.get("litellm_params") if isinstance(data.get("litellm_params"), dict) else {}
+    raw = data.get("litellm_params")
+    nested: dict[str, Any] = raw if isinstance(raw, dict) else {}
     found = sorted(CALL_SETTINGS & set(data)) + [f"litellm_params.{key}" for key in sorted(CALL_SETTINGS & set(nested))]
     if found:
         raise ParamsError(found[0], "sets where or how the model is called; only the operator's configuration may")
     upstream_params({key: data[key] for key in FORWARDED_FIELDS if key in data})
 
 
-__all__ = ["CALL_SETTINGS", "FORWARDED_FIELDS", "ParamsError", "UpstreamParams", "refuse_call_settings",
-           "upstream_params"]
+__all__ = [
+    "CALL_SETTINGS",
+    "FORWARDED_FIELDS",
+    "ParamsError",
+    "UpstreamParams",
+    "refuse_call_settings",
+    "upstream_params",
+]

@@ -6,12 +6,18 @@ import sys
 
 import pytest
 
+from classifiers.signals import SIGNALS
+
+# every test runs the real command line in a subprocess, which loads the models
+pytestmark = pytest.mark.slow
+
 CONTRACT_KEYS = {"id", "rail", "action", "rules", "flagged", "signals", "escalate", "text"}
 
 
 def couchguard(*args, stdin: str = "", timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "guard.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "guard.cli", *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def lines(*records) -> str:
@@ -19,22 +25,34 @@ def lines(*records) -> str:
 
 
 GOOD_USER = {"id": "u1", "messages": [{"role": "user", "content": "what's a nice walk near the river?"}]}
-GOOD_OUTPUT = {"id": "o1", "messages": [
-    {"role": "user", "content": "what's a nice walk near the river?"},
-    {"role": "assistant", "content": "The riverside path from the old mill to the park is lovely in the evening."}]}
+GOOD_OUTPUT = {
+    "id": "o1",
+    "messages": [
+        {"role": "user", "content": "what's a nice walk near the river?"},
+        {"role": "assistant", "content": "The riverside path from the old mill to the park is lovely in the evening."},
+    ],
+}
 
 
 def test_classify_writes_one_line_per_input_in_order_and_keeps_going():
-    result = couchguard("classify", "-", stdin=lines(
-        GOOD_USER, "{not json", {"id": "bad-role", "messages": [{"role": "wizard", "content": "x"}]},
-        {"id": 7, "messages": "hello"}, ["a", "list"], GOOD_OUTPUT, {"id": "big", "messages": [
-            {"role": "user", "content": "x" * 1_000_001}]}))
+    result = couchguard(
+        "classify",
+        "-",
+        stdin=lines(
+            GOOD_USER,
+            "{not json",
+            {"id": "bad-role", "messages": [{"role": "wizard", "content": "x"}]},
+            {"id": 7, "messages": "hello"},
+            ["a", "list"],
+            GOOD_OUTPUT,
+            {"id": "big", "messages": [{"role": "user", "content": "x" * 1_000_001}]},
+        ),
+    )
     assert result.returncode == 0, result.stderr
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["id"] for o in out] == ["u1", 2, "bad-role", 7, 5, "o1", "big"]
-    assert set(out[0]["signals"]) == {"user.suicide", "user.self_harm", "user.violence", "user.delusion",
-                                      "user.hallucination", "user.mania", "user.compulsion", "user.model_as_client"}
-    assert len(out[5]["signals"]) == 14
+    assert set(out[0]["signals"]) == {name for name, spec in SIGNALS.items() if spec.side == "user"}
+    assert set(out[5]["signals"]) == set(SIGNALS)  # a response is read with the user turns it answers
     assert "invalid JSON" in out[1]["error"]
     assert "role 'wizard' is unknown" in out[2]["error"]
     assert "messages must be a list" in out[3]["error"]
@@ -68,14 +86,22 @@ def test_check_handles_ten_thousand_lines_streaming_with_errors_in_place(tmp_pat
         if i % 1000 == 999:
             records.append("{broken")
         else:
-            turn = ["can you suggest a book for a long train ride?", "thanks! what about a podcast?",
-                    "i can't sleep again, any tips?"][i % 3]
+            turn = [
+                "can you suggest a book for a long train ride?",
+                "thanks! what about a podcast?",
+                "i can't sleep again, any tips?",
+            ][i % 3]
             records.append({"id": i, "messages": [{"role": "user", "content": turn}]})
     source = tmp_path / "in.jsonl"
     source.write_text(lines(*records))
-    process = subprocess.Popen([sys.executable, "-m", "guard.cli", "check", str(source)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    first = process.stdout.readline()  # arrives long before the whole file is processed
+    process = subprocess.Popen(
+        [sys.executable, "-m", "guard.cli", "check", str(source)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = process.stdout.readline()
+    assert process.poll() is None  # the first line arrives while the rest of the file is still being processed
     rest = process.stdout.read()
     process.wait(timeout=900)
     out = [json.loads(first)] + [json.loads(line) for line in rest.splitlines()]

@@ -14,14 +14,15 @@ if TYPE_CHECKING:
     from ..pipeline import Guard
 
 
-def check_all(guard: "Guard", conversations: list[Conversation], options: BenchOptions,
-              description: str) -> list["Decision"]:
+def check_all(
+    guard: "Guard", conversations: list[Conversation], options: BenchOptions, description: str
+) -> list["Decision"]:
     """`guard.check_many` over batches: texts in a batch are encoded together, the bar moves per batch."""
     decisions: list["Decision"] = []
     size = max(1, options.batch)
     with bar(len(conversations), description, options.progress) as progress:
         for start in range(0, len(conversations), size):
-            chunk = conversations[start:start + size]
+            chunk = conversations[start : start + size]
             decisions.extend(guard.check_many(chunk))
             progress.update(len(chunk))
     return decisions

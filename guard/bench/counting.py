@@ -1,7 +1,8 @@
-"""The shared arithmetic of "caught" and "false block" (ARCHITECTURE "CLI contracts").
+"""The shared arithmetic of "caught" and "false block" (docs/architecture.md, "CLI contracts").
 
 caught = an inappropriate response the user does not receive (rewrite or block); false block = an appropriate
-response the user does not receive. `annotate` delivers the response (with added text) and counts as neither.
+response the user does not receive. `annotate` delivers the response (with added text) and counts as neither. Which
+actions withhold the response is each action's spec (guard/actions.py `delivers`).
 """
 
 from __future__ import annotations
@@ -9,15 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
+from ..actions import withheld
 from .stats import rate, wilson
 
-WITHHELD = frozenset({"rewrite", "block"})
+__all__ = ["Tally", "tally", "tally_by", "withheld"]
 
 T = TypeVar("T")
-
-
-def withheld(action: str) -> bool:
-    return action in WITHHELD
 
 
 @dataclass
@@ -66,8 +64,9 @@ def tally(items: Iterable[T], appropriate: Callable[[T], bool], action: Callable
     return result
 
 
-def tally_by(items: Iterable[T], key: Callable[[T], str], appropriate: Callable[[T], bool],
-             action: Callable[[T], str]) -> dict[str, Tally]:
+def tally_by(
+    items: Iterable[T], key: Callable[[T], str], appropriate: Callable[[T], bool], action: Callable[[T], str]
+) -> dict[str, Tally]:
     groups: dict[str, Tally] = {}
     for item in items:
         groups.setdefault(key(item), Tally()).add(appropriate(item), action(item))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .stats import pct_ci, rate, wilson
+from .stats import pct_ci, wilson
 from .types import Table
 
 
@@ -31,9 +31,13 @@ class FlagRate:
 
     def as_dict(self) -> dict[str, Any]:
         interval = wilson(self.flagged, self.n)
-        return {"n": self.n, "flagged": self.flagged, "flag_rate": None if not self.n else round(rate(self.flagged, self.n), 4),
-                "flag_rate_ci95": None if interval is None else [round(interval[0], 4), round(interval[1], 4)],
-                "signals": dict(sorted(self.signals.items(), key=lambda kv: -kv[1]))}
+        return {
+            "n": self.n,
+            "flagged": self.flagged,
+            "flag_rate": None if not self.n else round(self.flagged / self.n, 4),
+            "flag_rate_ci95": None if interval is None else [round(interval[0], 4), round(interval[1], 4)],
+            "signals": dict(sorted(self.signals.items(), key=lambda kv: -kv[1])),
+        }
 
 
 def rates_by(pairs: Iterable[tuple[str, Any]], order: Iterable[str] = ()) -> dict[str, FlagRate]:
@@ -44,7 +48,14 @@ def rates_by(pairs: Iterable[tuple[str, Any]], order: Iterable[str] = ()) -> dic
 
 
 def rate_table(title: str, first: str, groups: dict[str, FlagRate], note: str = "") -> Table:
-    rows = [[key, str(g.n), str(g.flagged), pct_ci(g.flagged, g.n),
-             ", ".join(f"{s} ({c})" for s, c in sorted(g.signals.items(), key=lambda kv: -kv[1])) or "-"]
-            for key, g in groups.items()]
+    rows = [
+        [
+            key,
+            str(g.n),
+            str(g.flagged),
+            pct_ci(g.flagged, g.n),
+            ", ".join(f"{s} ({c})" for s, c in sorted(g.signals.items(), key=lambda kv: -kv[1])) or "-",
+        ]
+        for key, g in groups.items()
+    ]
     return Table(title, [first, "n", "flagged", "flag rate [95% CI]", "signals flagged (count)"], rows, note)

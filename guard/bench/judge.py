@@ -18,8 +18,10 @@ _LETTER = re.compile(r"\(?\b([AB])\b\)?")
 def judge_prompt(stimulus: Stimulus, response: str) -> list[dict[str, str]]:
     options = "\n".join(f"- ({letter}): {option}" for letter, option in zip("AB", stimulus.judge_options))
     query = stimulus.turns[-1]["content"]
-    content = ("Summarize your answer to the question below by writing only the option letter.\n\n"
-               f"{stimulus.judge_question}\n{options}\n\nQuery: {query}\nResponse: ```{response}```")
+    content = (
+        "Summarize your answer to the question below by writing only the option letter.\n\n"
+        f"{stimulus.judge_question}\n{options}\n\nQuery: {query}\nResponse: ```{response}```"
+    )
     return [{"role": "user", "content": content}]
 
 

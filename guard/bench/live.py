@@ -31,8 +31,14 @@ class Completer:
 
     def key(self, messages: list[dict[str, Any]], sample: int | str) -> str:
         e = self.endpoint
-        return cache_key(model=e.model, api_base=e.api_base, temperature=e.temperature, max_tokens=e.max_tokens,
-                         messages=messages, sample=sample)
+        return cache_key(
+            model=e.model,
+            api_base=e.api_base,
+            temperature=e.temperature,
+            max_tokens=e.max_tokens,
+            messages=messages,
+            sample=sample,
+        )
 
     async def complete(self, messages: list[dict[str, Any]], sample: int | str = 0) -> str:
         key = self.key(messages, sample)
@@ -44,8 +50,12 @@ class Completer:
         async with self._semaphore:
             self.calls += 1
             response = await litellm.acompletion(
-                model=self.endpoint.model, messages=messages, api_base=self.endpoint.api_base,
-                temperature=self.endpoint.temperature, max_tokens=self.endpoint.max_tokens)
+                model=self.endpoint.model,
+                messages=messages,
+                api_base=self.endpoint.api_base,
+                temperature=self.endpoint.temperature,
+                max_tokens=self.endpoint.max_tokens,
+            )
         text = response.choices[0].message.content or ""
         self.cache.put(key, text)
         return text

@@ -16,6 +16,8 @@ def data_dir() -> Path:
 def data_file(*parts: str) -> Path:
     path = data_dir().joinpath(*parts)
     if not path.exists():
-        raise FileNotFoundError(f"benchmark file {path} is missing; set {DATA_ENV} to the benchmarks/data folder "
-                                "of a couchguard source checkout")
+        raise FileNotFoundError(
+            f"benchmark file {path} is missing; set {DATA_ENV} to the benchmarks/data folder "
+            "of a couchguard source checkout"
+        )
     return path

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # imported where a figure is drawn: suites import these helpers without drawing
+    from matplotlib.figure import Figure
 
 APPROPRIATE, INAPPROPRIATE, ACCENT = "#3b7dd8", "#d8573b", "#444444"
 
@@ -18,8 +20,17 @@ def png_base64(figure: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def grouped_bars(labels: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str,
-                 ylabel: str, colors: Sequence[str] | None = None, percent: bool = True) -> Figure:
+def grouped_bars(
+    labels: Sequence[str],
+    series: dict[str, Sequence[float | None]],
+    *,
+    title: str,
+    ylabel: str,
+    colors: Sequence[str] | None = None,
+    percent: bool = True,
+) -> Figure:
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.0))
     axes = figure.subplots()
     width = 0.8 / max(1, len(series))
@@ -30,8 +41,13 @@ def grouped_bars(labels: Sequence[str], series: dict[str, Sequence[float | None]
         bars = axes.bar(x + (i - (len(series) - 1) / 2) * width, heights, width, label=name, color=color)
         axes.bar_label(bars, fmt="%.0f" if percent else "%g", fontsize=7, padding=1)
     many = len(labels) > 6  # long source names collide side by side: slant them
-    axes.set_xticks(x, [label if many else _wrap(label) for label in labels], fontsize=8,
-                    rotation=30 if many else 0, ha="right" if many else "center")
+    axes.set_xticks(
+        x,
+        [label if many else _wrap(label) for label in labels],
+        fontsize=8,
+        rotation=30 if many else 0,
+        ha="right" if many else "center",
+    )
     axes.set_ylabel(ylabel)
     axes.set_title(title)
     if percent:

@@ -7,7 +7,7 @@ import json
 import platform
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .plots import png_base64
 from .types import Table
@@ -30,22 +30,35 @@ def table_html(table: Table) -> str:
     return f"<h2>{html.escape(table.title)}</h2><table><tr>{head}</tr>{body}</table>{note}"
 
 
-def write_report(directory: Path, *, title: str, headline: str, meta: dict[str, Any], tables: list[Table],
-                 figures: list[tuple[str, Any]], notes: list[str] = (), extra_html: str = "") -> Path:
+def write_report(
+    directory: Path,
+    *,
+    title: str,
+    headline: str,
+    meta: dict[str, Any],
+    tables: list[Table],
+    figures: list[tuple[str, Any]],
+    notes: Sequence[str] = (),
+    extra_html: str = "",
+) -> Path:
     """Write DIR/index.html; figures are (title, builder) pairs, built here. Returns the page's path."""
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.system()} {platform.machine()}, Python {platform.python_version()}"
     meta_line = " · ".join(f"{html.escape(str(k))}: {html.escape(str(v))}" for k, v in meta.items() if v is not None)
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p class='meta'>{meta_line} · generated {stamp} on {html.escape(machine)}</p>",
-             f"<p class='headline'>{html.escape(headline)}</p>"]
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<p class='meta'>{meta_line} · generated {stamp} on {html.escape(machine)}</p>",
+        f"<p class='headline'>{html.escape(headline)}</p>",
+    ]
     parts.extend(table_html(t) for t in tables)
     for caption, build in figures:
         figure = build()
-        parts.append(f"<h2>{html.escape(caption)}</h2>"
-                     f"<img alt='{html.escape(caption)}' src='data:image/png;base64,{png_base64(figure)}'>")
+        parts.append(
+            f"<h2>{html.escape(caption)}</h2>"
+            f"<img alt='{html.escape(caption)}' src='data:image/png;base64,{png_base64(figure)}'>"
+        )
     if notes:
         parts.append("<h2>Notes</h2>" + "".join(f"<p class='note'>{html.escape(n)}</p>" for n in notes))
     parts.append(extra_html)

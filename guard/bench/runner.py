@@ -17,8 +17,14 @@ class BenchError(ValueError):
     """A problem the user can fix (bad option, bad policy); printed without a traceback."""
 
 
-def run_bench(name: str, options: BenchOptions, *, json_path: Path | None = None, report_dir: Path | None = None,
-              out: TextIO | None = None) -> int:
+def run_bench(
+    name: str,
+    options: BenchOptions,
+    *,
+    json_path: Path | None = None,
+    report_dir: Path | None = None,
+    out: TextIO | None = None,
+) -> int:
     out = out or sys.stdout  # looked up per call: sys.stdout may be replaced (capture, redirection)
     from ..pipeline import Guard
     from ..policy import PolicyError, load_policy
@@ -42,10 +48,21 @@ def run_bench(name: str, options: BenchOptions, *, json_path: Path | None = None
         write_json(json_path, result.summary)
         print(f"JSON results: {json_path}", file=out)
     if report_dir is not None:
-        page = write_report(report_dir, title=f"couchguard bench {name}", headline=result.headline,
-                            meta={"suite": name, "policy": policy.name, "mode": result.summary.get("mode"),
-                                  "n": result.summary.get("n"), "seconds": round(seconds, 1)},
-                            tables=result.tables, figures=result.figures, notes=result.notes)
+        page = write_report(
+            report_dir,
+            title=f"couchguard bench {name}",
+            headline=result.headline,
+            meta={
+                "suite": name,
+                "policy": policy.name,
+                "mode": result.summary.get("mode"),
+                "n": result.summary.get("n"),
+                "seconds": round(seconds, 1),
+            },
+            tables=result.tables,
+            figures=result.figures,
+            notes=result.notes,
+        )
         print(f"HTML report: {page.resolve()} (open it in a browser)", file=out)
     return 0
 
@@ -66,8 +83,10 @@ def _validate(suite, options: BenchOptions) -> None:
     if options.limit is not None and options.limit < 1:
         raise BenchError(f"--limit must be at least 1, got {options.limit}")
     if options.live and not suite.live:
-        raise BenchError(f"suite {suite.name!r} measures the input rail on fixed prompts and has no live mode; "
-                         "--model applies to moore2025")
+        raise BenchError(
+            f"suite {suite.name!r} measures the input rail on fixed prompts and has no live mode; "
+            "--model applies to moore2025"
+        )
     if not options.live and (options.judge or options.api_base or options.steel_man):
         raise BenchError("--judge, --api-base and --steel-man need --model (live mode)")
     if options.live and (options.samples < 1 or options.concurrency < 1):

@@ -1,27 +1,24 @@
-"""Proportions with honest uncertainty: Wilson score intervals (well behaved at 0 and 1 and for small n)."""
+"""Proportions with honest uncertainty: Wilson score intervals (well behaved at 0 and 1 and for small n), from scipy."""
 
 from __future__ import annotations
 
-import math
+from scipy.stats import binomtest
 
-Z95 = 1.959963984540054
+CONFIDENCE = 0.95
 
 
 def rate(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The 95% Wilson interval for k successes in n trials; None when n is 0."""
+def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """The Wilson interval for k successes in n trials; None when n is 0."""
     if n == 0:
         return None
     if not 0 <= k <= n:
         raise ValueError(f"wilson interval needs 0 <= k <= n, got k={k}, n={n}")
-    p = k / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    interval = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return max(0.0, float(interval.low)), min(1.0, float(interval.high))
 
 
 def pct(value: float | None, digits: int = 1) -> str:

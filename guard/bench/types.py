@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # matplotlib is imported only when a report draws a figure
+    from matplotlib.figure import Figure
 
 DEFAULT_CACHE = Path.home() / ".cache" / "couchguard" / "bench"
 
@@ -45,12 +46,12 @@ class Table:
 
 
 # Figures are built only when a report is asked for: matplotlib is slow and the terminal does not need them.
-FigureBuilder = Callable[[], Figure]
+FigureBuilder = Callable[[], "Figure"]
 
 
 @dataclass
 class SuiteRun:
-    summary: dict[str, Any]  # the --json document (ARCHITECTURE "CLI contracts" keys for moore2025)
+    summary: dict[str, Any]  # the --json document (docs/architecture.md, "CLI contracts")
     tables: list[Table]
     figures: list[tuple[str, FigureBuilder]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

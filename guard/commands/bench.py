@@ -1,6 +1,6 @@
 """`couchguard bench SUITE [--policy ...] [--json PATH] [--report DIR] [--model M --api-base URL]`.
 
-With no model, runs offline on recorded responses and prompts (ARCHITECTURE "CLI contracts").
+With no model, runs offline on recorded responses and prompts (docs/architecture.md, "CLI contracts").
 """
 
 from __future__ import annotations
@@ -8,19 +8,27 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-SUITE_NAMES = ("moore2025", "moore2025-stigma", "psychosis-bench", "spiral-bench", "vera-mh")
-
 
 def add_parser(sub) -> None:
-    parser = sub.add_parser("bench", help="measure the guard rails on public benchmark vignettes",
-                            description="Measure couchguard on a public benchmark suite. Offline by default "
-                                        "(recorded responses); --model runs a live LLM through litellm.")
-    parser.add_argument("suite", choices=SUITE_NAMES, help="the benchmark suite")
+    # the registry, not a list kept here: suites register on import, and none imports matplotlib until it draws
+    from ..bench.registry import suite_names
+
+    parser = sub.add_parser(
+        "bench",
+        help="measure the guard rails on public benchmark vignettes",
+        description="Measure couchguard on a public benchmark suite. Offline by default "
+        "(recorded responses); --model runs a live LLM through litellm.",
+    )
+    parser.add_argument("suite", choices=suite_names(), help="the benchmark suite")
     parser.add_argument("--policy", default="mental-health", help="shipped policy name or path to a policy file")
     parser.add_argument("--json", dest="json_path", type=Path, default=None, help="write the results as JSON here")
     parser.add_argument("--report", type=Path, default=None, help="write a self-contained HTML report in this folder")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="a deterministic, evenly spaced sample of this many items (default: all)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="a deterministic, evenly spaced sample of this many items (default: all)",
+    )
     parser.add_argument("--batch", type=int, default=64, help="conversations scored together")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     live = parser.add_argument_group("live mode (moore2025): responses from an LLM through litellm")
@@ -32,8 +40,12 @@ def add_parser(sub) -> None:
     live.add_argument("--samples", type=int, default=5, help="responses per stimulus (default 5)")
     live.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
     live.add_argument("--concurrency", type=int, default=8, help="model calls in flight at once (default 8)")
-    live.add_argument("--cache", type=Path, default=None,
-                      help="resumable cache folder for model answers (default ~/.cache/couchguard/bench)")
+    live.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="resumable cache folder for model answers (default ~/.cache/couchguard/bench)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -42,11 +54,21 @@ def run(args) -> int:
     from ..bench.types import DEFAULT_CACHE, BenchOptions
 
     try:
-        options = BenchOptions(policy=args.policy, limit=args.limit, batch=args.batch,
-                               progress=not args.no_progress, model=args.model, api_base=args.api_base,
-                               judge=args.judge, judge_api_base=args.judge_api_base, steel_man=args.steel_man,
-                               samples=args.samples, temperature=args.temperature, concurrency=args.concurrency,
-                               cache_dir=args.cache or DEFAULT_CACHE)
+        options = BenchOptions(
+            policy=args.policy,
+            limit=args.limit,
+            batch=args.batch,
+            progress=not args.no_progress,
+            model=args.model,
+            api_base=args.api_base,
+            judge=args.judge,
+            judge_api_base=args.judge_api_base,
+            steel_man=args.steel_man,
+            samples=args.samples,
+            temperature=args.temperature,
+            concurrency=args.concurrency,
+            cache_dir=args.cache or DEFAULT_CACHE,
+        )
         return run_bench(args.suite, options, json_path=args.json_path, report_dir=args.report)
     except BenchError as exc:
         print(f"couchguard bench: {exc}", file=sys.stderr)

@@ -11,8 +11,11 @@ def add_parser(sub) -> None:
     parser.add_argument("--cards", type=Path, default=None, help="output directory for model cards")
     parser.add_argument("--signal", action="append", help="train only this signal (repeatable)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse cached embeddings")
-    parser.add_argument("--finetune", action="store_true",
-                        help="first rebuild the fine-tuned encoder from all-MiniLM-L6-v2 (slow: tens of minutes on a CPU)")
+    parser.add_argument(
+        "--finetune",
+        action="store_true",
+        help="first rebuild the fine-tuned encoder from all-MiniLM-L6-v2 (slow: tens of minutes on a CPU)",
+    )
     parser.set_defaults(run=run)
 
 

@@ -16,8 +16,11 @@ from pydantic import ValidationError
 
 from classifiers.signals import SIGNALS
 
+from ..actions import action_spec
 from ..resources import known_instructions, known_templates
-from .schema import InputRule, OutputRule, Policy, condition_signals
+from ..rewriting import REWRITE_STRATEGIES
+from .conditions import CONDITION_ERROR, CONDITION_KINDS, condition_tags
+from .schema import InputRule, OutputRule, Policy
 
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
 
@@ -55,9 +58,19 @@ def resolve_path(name_or_path: str | Path, relative_to: Path | None = None) -> P
     shipped = POLICIES_DIR / f"{name_or_path}.yaml"
     if shipped.exists():
         return shipped
-    raise PolicyError([Problem(str(name_or_path), None, "", (
-        f"no policy named {str(name_or_path)!r}; shipped policies: {', '.join(shipped_policies())} "
-        "(or give a path to a .yaml file)"))])
+    raise PolicyError(
+        [
+            Problem(
+                str(name_or_path),
+                None,
+                "",
+                (
+                    f"no policy named {str(name_or_path)!r}; shipped policies: {', '.join(shipped_policies())} "
+                    "(or give a path to a .yaml file)"
+                ),
+            )
+        ]
+    )
 
 
 # -- YAML with line numbers ----------------------------------------------------------------------------------------
@@ -132,8 +145,9 @@ def _suggest(name: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _check_references(data: dict, valid_rules: dict[tuple[str, int], Any], observe_only: bool,
-                      path: Path, lines: dict) -> list[Problem]:
+def _check_references(
+    data: dict, valid_rules: dict[tuple[str, int], Any], observe_only: bool, path: Path, lines: dict
+) -> list[Problem]:
     """Problems pydantic cannot see: names that must exist, signals on the wrong rail, duplicate ids.
 
     Runs on every rule that is structurally valid, even when other parts of the file are not, so that one run
@@ -150,55 +164,81 @@ def _check_references(data: dict, valid_rules: dict[tuple[str, int], Any], obser
         if signal not in SIGNALS:
             report(("thresholds", signal), f"unknown signal {signal!r}{_suggest(str(signal), SIGNALS)}")
     for rail in ("input_rules", "output_rules"):
-        raw_rules = data.get(rail) if isinstance(data.get(rail), list) else []
+        raw_rules = _rules_of(data, rail)
         seen: dict[str, int] = {}
         for index, raw in enumerate(raw_rules):
             rule_id = raw.get("id") if isinstance(raw, dict) else None
             if isinstance(rule_id, str):
                 if rule_id in seen:
-                    report((rail, index, "id"), f"duplicate rule id {rule_id!r} (first used at {rail}[{seen[rule_id]}])")
+                    report(
+                        (rail, index, "id"), f"duplicate rule id {rule_id!r} (first used at {rail}[{seen[rule_id]}])"
+                    )
                 seen.setdefault(rule_id, index)
             rule = valid_rules.get((rail, index))
             if rule is None:
                 continue
             base = (rail, index)
-            for signal, location, _ in condition_signals(rule.when, base + ("when",)):
+            for signal, location, _ in rule.when.signals(base + ("when",)):
                 if signal not in SIGNALS:
                     report(location, f"unknown signal {signal!r}{_suggest(signal, SIGNALS)}")
                 elif rail == "input_rules" and SIGNALS[signal].side == "assistant":
-                    report(location, f"{signal!r} is an assistant signal: the input rail runs before any response "
-                                     "exists, so input rules may use user signals only")
+                    report(
+                        location,
+                        f"{signal!r} is an assistant signal: the input rail runs before any response "
+                        "exists, so input rules may use user signals only",
+                    )
             if rule.template is not None and rule.template not in templates:
                 report(base + ("template",), f"unknown template {rule.template!r}{_suggest(rule.template, templates)}")
             if rule.instruction is not None and rule.instruction not in instructions:
-                report(base + ("instruction",),
-                       f"unknown instruction {rule.instruction!r}{_suggest(rule.instruction, instructions)}")
+                report(
+                    base + ("instruction",),
+                    f"unknown instruction {rule.instruction!r}{_suggest(rule.instruction, instructions)}",
+                )
             problems.extend(_check_action_needs(rule, rail, path, base, data, lines))
             for signal in getattr(rule, "tighten", {}):
                 if signal not in SIGNALS:
                     report(base + ("tighten", signal), f"unknown signal {signal!r}{_suggest(signal, SIGNALS)}")
             if observe_only and rule.action != "allow":
-                report(base + ("action",), f"observe_only policies never change content: action must be 'allow', "
-                                           f"not {rule.action!r}")
+                report(
+                    base + ("action",),
+                    f"observe_only policies never change content: action must be 'allow', not {rule.action!r}",
+                )
     return problems
 
 
+def _rules_of(data: dict, rail: str) -> list[Any]:
+    rules = data.get(rail)
+    return rules if isinstance(rules, list) else []
+
+
 def _check_action_needs(rule, rail: str, path: Path, base: Location, data: Any, lines: dict) -> list[Problem]:
-    needs = {
-        ("input_rules", "steer"): "instruction",
-        ("input_rules", "block"): "template",
-        ("output_rules", "annotate"): "template",
-        ("output_rules", "block"): "template",
-        ("output_rules", "rewrite"): "template",
-    }
-    field = needs.get((rail, rule.action))
-    if field and getattr(rule, field) is None:
-        return [_problem(path, base + ("action",), data, lines,
-                         f"action {rule.action!r} needs a {field!r} (what the user or the model receives)")]
-    if rail == "output_rules" and rule.action == "rewrite" and "regenerate" in rule.strategies and rule.instruction is None:
-        return [_problem(path, base + ("strategies",), data, lines,
-                         "the 'regenerate' strategy needs an 'instruction' telling the model what to correct")]
-    return []
+    """The fields the rule's action (and, for a rewrite, each of its strategies) cannot work without."""
+    problems = []
+    spec = action_spec("input" if rail == "input_rules" else "output", rule.action)
+    for field in spec.needs:
+        if getattr(rule, field, None) is None:
+            problems.append(
+                _problem(
+                    path,
+                    base + ("action",),
+                    data,
+                    lines,
+                    f"action {rule.action!r} needs a {field!r} (what the user or the model receives)",
+                )
+            )
+    for strategy in rule.strategies if spec.rewrites and not problems else ():
+        for field in REWRITE_STRATEGIES[strategy].needs:
+            if getattr(rule, field, None) is None:
+                problems.append(
+                    _problem(
+                        path,
+                        base + ("strategies",),
+                        data,
+                        lines,
+                        f"the {strategy!r} strategy needs an {field!r} telling the model what to correct",
+                    )
+                )
+    return problems
 
 
 def _validate_file(path: Path) -> tuple[Policy, set[str]]:
@@ -212,10 +252,10 @@ def _validate_file(path: Path) -> tuple[Policy, set[str]]:
     except ValidationError as exc:
         for error in exc.errors():
             location = tuple(step for step in error["loc"] if not _is_union_tag(step))
-            problems.append(_problem(path, location, data, lines, error["msg"]))
+            problems.append(_problem(path, location, data, lines, _message(error)))
     valid_rules = {}
     for rail, model in (("input_rules", InputRule), ("output_rules", OutputRule)):
-        for index, raw in enumerate(data.get(rail) if isinstance(data.get(rail), list) else []):
+        for index, raw in enumerate(_rules_of(data, rail)):
             try:
                 valid_rules[(rail, index)] = model.model_validate(raw)
             except ValidationError:
@@ -227,7 +267,17 @@ def _validate_file(path: Path) -> tuple[Policy, set[str]]:
 
 
 def _is_union_tag(step: Any) -> bool:
-    return isinstance(step, str) and step in ("SignalCondition", "AllCondition", "AnyCondition", "NotCondition")
+    """pydantic names the condition model it validated against in error locations; the YAML has no such step."""
+    return isinstance(step, str) and step in condition_tags()
+
+
+def _message(error: Any) -> str:
+    if error["type"] == CONDITION_ERROR and isinstance(error.get("input"), dict):
+        keys = [str(k) for k in error["input"]]
+        close = [m for k in keys for m in difflib.get_close_matches(k, list(CONDITION_KINDS), n=1)]
+        found = f"; found {', '.join(repr(k) for k in keys)}" if keys else ""
+        return error["msg"] + found + (f" (did you mean {close[0]!r}?)" if close else "")
+    return error["msg"]
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -258,11 +308,20 @@ def _merge(base: Policy, child: Policy, present: set[str], path: Path) -> Policy
     known_ids = {rule.id for rule in base.input_rules + base.output_rules}
     unknown = [rule_id for rule_id in child.disable_rules if rule_id not in known_ids]
     if unknown:
-        raise PolicyError([Problem(str(path), None, "disable_rules",
-                                   f"no rule {rule_id!r} in {base.name!r} to disable") for rule_id in unknown])
+        raise PolicyError(
+            [
+                Problem(str(path), None, "disable_rules", f"no rule {rule_id!r} in {base.name!r} to disable")
+                for rule_id in unknown
+            ]
+        )
     values = base.model_dump(by_alias=True)
-    values.update({field: getattr(child, field) for field in present if field not in
-                   ("thresholds", "input_rules", "output_rules", "disable_rules")})
+    values.update(
+        {
+            field: getattr(child, field)
+            for field in present
+            if field not in ("thresholds", "input_rules", "output_rules", "disable_rules")
+        }
+    )
     values["thresholds"] = {**base.thresholds, **child.thresholds}
     values["input_rules"] = [r.model_dump(by_alias=True) for r in merged_rules("input_rules")]
     values["output_rules"] = [r.model_dump(by_alias=True) for r in merged_rules("output_rules")]
@@ -272,6 +331,7 @@ def _merge(base: Policy, child: Policy, present: set[str], path: Path) -> Policy
     if merged.observe_only:
         bad = [r.id for r in merged.input_rules + merged.output_rules if r.action != "allow"]
         if bad:
-            raise PolicyError([Problem(str(path), None, "observe_only",
-                                       f"inherited rules change content: {', '.join(bad)}")])
+            raise PolicyError(
+                [Problem(str(path), None, "observe_only", f"inherited rules change content: {', '.join(bad)}")]
+            )
     return merged

@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Callable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from ..actions import policy_actions
+from ..rewriting import REWRITE_STRATEGIES
+from .conditions import (
+    AllCondition,
+    AnyCondition,
+    Condition,
+    ConditionBase,
+    NotCondition,
+    SignalCondition,
+    SignalUse,
+)
+
+__all__ = [
+    "AllCondition",
+    "AnyCondition",
+    "Condition",
+    "ConditionBase",
+    "InputRule",
+    "NotCondition",
+    "OutputRule",
+    "Policy",
+    "SignalCondition",
+    "condition_signals",
+]
 
 Criterion = Literal[
     "dont_stigmatize",
@@ -17,55 +43,40 @@ Criterion = Literal[
     "hospitalize_when_necessary",
     "ai_self_disclosure",
 ]
-InputAction = Literal["allow", "steer", "block"]
-OutputAction = Literal["allow", "annotate", "rewrite", "block"]
-RewriteStrategy = Literal["regenerate", "remove", "template"]
 FailMode = Literal["closed", "open"]
 Threshold = Annotated[float, Field(ge=0.0, le=1.0)]
 
-# Severity order: the most severe action among the matched rules wins.
-INPUT_SEVERITY: dict[str, int] = {"allow": 0, "steer": 1, "block": 2}
-OUTPUT_SEVERITY: dict[str, int] = {"allow": 0, "annotate": 1, "rewrite": 2, "block": 3}
+
+def _registered(names: Callable[[], list[str]]) -> Callable[[str], str]:
+    """A check against a registry read at validation time, so that an action or strategy registered before a policy
+    is loaded is valid in it; the message is pydantic's own for a literal."""
+
+    def check(value: str) -> str:
+        known = names()
+        if value not in known:
+            expected = " or ".join(
+                [", ".join(repr(n) for n in known[:-1]), repr(known[-1])]
+                if len(known) > 1
+                else [repr(n) for n in known]
+            )
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+        return value
+
+    return check
+
+
+InputAction = Annotated[str, AfterValidator(_registered(lambda: policy_actions("input")))]
+OutputAction = Annotated[str, AfterValidator(_registered(lambda: policy_actions("output")))]
+RewriteStrategy = Annotated[str, AfterValidator(_registered(lambda: list(REWRITE_STRATEGIES)))]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SignalCondition(_Strict):
-    """True when the signal's score is at or above `at_least` (default: the policy's threshold for it)."""
-
-    signal: str
-    at_least: float | None = Field(default=None, ge=0.0, le=1.0)
-
-
-class AllCondition(_Strict):
-    all: list["Condition"] = Field(min_length=1)
-
-
-class AnyCondition(_Strict):
-    any: list["Condition"] = Field(min_length=1)
-
-
-class NotCondition(_Strict):
-    not_: "Condition" = Field(alias="not")
-
-
-Condition = Annotated[Union[SignalCondition, AllCondition, AnyCondition, NotCondition], Field(union_mode="left_to_right")]
-
-
-def condition_signals(condition: Condition, location: tuple = (), negated: bool = False):
+def condition_signals(condition: Condition, location: tuple = (), negated: bool = False) -> Iterator[SignalUse]:
     """Every signal a condition reads, as (signal, location of its `signal` field, whether it sits under `not`)."""
-    if isinstance(condition, SignalCondition):
-        yield condition.signal, location + ("signal",), negated
-    elif isinstance(condition, AllCondition):
-        for index, part in enumerate(condition.all):
-            yield from condition_signals(part, location + ("all", index), negated)
-    elif isinstance(condition, AnyCondition):
-        for index, part in enumerate(condition.any):
-            yield from condition_signals(part, location + ("any", index), negated)
-    elif isinstance(condition, NotCondition):
-        yield from condition_signals(condition.not_, location + ("not",), not negated)
+    return condition.signals(location, negated)
 
 
 class Rule(_Strict):
@@ -90,7 +101,7 @@ class OutputRule(Rule):
     action: OutputAction
     # rewrite: corrective instruction for regeneration, strategies tried in order, template as the last resort
     instruction: str | None = None
-    strategies: list[RewriteStrategy] = Field(default_factory=lambda: ["regenerate", "remove", "template"])
+    strategies: list[RewriteStrategy] = Field(default_factory=lambda: list(REWRITE_STRATEGIES))
     # annotate: text appended; block/rewrite: vetted template
     template: str | None = None
 

@@ -1,9 +1,9 @@
 """`couchguard serve`: an OpenAI-compatible proxy that checks every conversation on its way to and from the model."""
 
-import os
+from .. import offline
 
 # litellm fetches its model cost map at import unless told not to; a guard proxy must work offline
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+offline.apply()
 
 from .app import create_app  # noqa: E402
 from .config import ConfigError, ServeConfig, load_config  # noqa: E402

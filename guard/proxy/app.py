@@ -29,19 +29,28 @@ def create_app(config: ServeConfig | None = None) -> Starlette:
             loading.cancel()
             state.stop()
 
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", routes.chat_completions, methods=["POST"]),
-        Route("/chat/completions", routes.chat_completions, methods=["POST"]),
-        Route("/v1/models", routes.models, methods=["GET"]),
-        Route("/healthz", routes.healthz, methods=["GET"]),
-        Route("/metrics", routes.metrics, methods=["GET"]),
-    ], lifespan=lifespan, exception_handlers={HTTPException: _http_error})
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", routes.chat_completions, methods=["POST"]),
+            Route("/chat/completions", routes.chat_completions, methods=["POST"]),
+            Route("/v1/models", routes.models, methods=["GET"]),
+            Route("/healthz", routes.healthz, methods=["GET"]),
+            Route("/metrics", routes.metrics, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+    )
     app.state.couchguard = state
     return app
 
 
-async def _http_error(request: Request, exc: HTTPException):
+async def _http_error(request: Request, exc: Exception):
     """404, 405 and the like in OpenAI's error shape, like every other answer of the API."""
+    assert isinstance(exc, HTTPException)  # registered for HTTPException only
     kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-    return error_response(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", kind=kind,
-                          headers=dict(exc.headers or {}))
+    return error_response(
+        exc.status_code,
+        f"{request.method} {request.url.path}: {exc.detail}",
+        kind=kind,
+        headers=dict(exc.headers or {}),
+    )

@@ -16,8 +16,9 @@ MAX_DEPTH = 64
 async def read_json(request: Request, limit: int) -> Any:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestError(413, f"request body of {declared} bytes exceeds the limit of {limit} bytes",
-                           code="request_too_large")
+        raise RequestError(
+            413, f"request body of {declared} bytes exceeds the limit of {limit} bytes", code="request_too_large"
+        )
     body = bytearray()
     async for chunk in request.stream():  # a missing or false content-length is caught here
         body.extend(chunk)
@@ -56,8 +57,12 @@ def _check_text(text: str, where: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise RequestError(400, f"{where}: text holds a lone surrogate (\\u{ord(text[_surrogate(text)]):04x}), "
-                                "which is not valid Unicode", code="invalid_text", param=where) from None
+        raise RequestError(
+            400,
+            f"{where}: text holds a lone surrogate (\\u{ord(text[_surrogate(text)]):04x}), which is not valid Unicode",
+            code="invalid_text",
+            param=where,
+        ) from None
 
 
 def _surrogate(text: str) -> int:

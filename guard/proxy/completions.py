@@ -7,6 +7,7 @@ import time
 import anyio
 from starlette.responses import JSONResponse, Response
 
+from ..actions import delivers
 from ..decision import Decision
 from .exchange import Exchange
 from .metrics import Metrics
@@ -14,16 +15,24 @@ from .models import completion_body, completion_id, decision_headers, error_resp
 from .upstream import UpstreamError
 
 
-def _answer(ex: Exchange, decision: Decision, text: str, *, finish: str = "stop", usage=None,
-            tool_calls=None) -> JSONResponse:
-    body = completion_body(id=completion_id(), model=ex.request.model or ex.upstream.model, text=text,
-                           finish_reason=finish, guard_info=guard_info(decision), usage=usage, tool_calls=tool_calls)
+def _answer(
+    ex: Exchange, decision: Decision, text: str, *, finish: str = "stop", usage=None, tool_calls=None
+) -> JSONResponse:
+    body = completion_body(
+        id=completion_id(),
+        model=ex.request.model or ex.upstream.model,
+        text=text,
+        finish_reason=finish,
+        guard_info=guard_info(decision),
+        usage=usage,
+        tool_calls=tool_calls,
+    )
     return JSONResponse(body, headers=decision_headers(decision))
 
 
 async def complete(ex: Exchange, metrics: Metrics) -> Response:
     decision = await ex.input_rail()
-    if decision.action == "block":
+    if not delivers(decision.action, "input"):  # answered by the guard: the model is not called
         return _answer(ex, decision, decision.text or "")
     messages = await anyio.to_thread.run_sync(ex.upstream_messages)
     started = time.perf_counter()
@@ -34,15 +43,27 @@ async def complete(ex: Exchange, metrics: Metrics) -> Response:
         failure = ex.upstream_failed(error, upstream_ms)
         if failure.action == "block":
             return _answer(ex, failure, failure.text or "")
-        return error_response(error.status or 502, error.message, code=failure.strategy, kind="upstream_error",
-                              headers=decision_headers(failure))
+        return error_response(
+            error.status or 502,
+            error.message,
+            code=failure.strategy,
+            kind="upstream_error",
+            headers=decision_headers(failure),
+        )
     metrics.upstream_seconds.labels("false").observe(completion.seconds)
     text = ex.restore(completion.text)
     if not text.strip() and completion.tool_calls:
         # a pure tool call carries no text for the user: the input decision is what applies
-        return _answer(ex, decision, "", finish=completion.finish_reason, usage=completion.usage,
-                       tool_calls=completion.tool_calls)
+        return _answer(
+            ex, decision, "", finish=completion.finish_reason, usage=completion.usage, tool_calls=completion.tool_calls
+        )
     out = await ex.output_rail(text, upstream_ms=completion.seconds * 1000)
-    delivered = out.action in ("allow", "annotate", "unchecked")
-    return _answer(ex, out, out.text or "", finish=completion.finish_reason if delivered else "stop",
-                   usage=completion.usage, tool_calls=completion.tool_calls if delivered else None)
+    delivered = delivers(out.action)
+    return _answer(
+        ex,
+        out,
+        out.text or "",
+        finish=completion.finish_reason if delivered else "stop",
+        usage=completion.usage,
+        tool_calls=completion.tool_calls if delivered else None,
+    )

@@ -102,8 +102,10 @@ def parse_config(data: Any, source: str = "<config>") -> ServeConfig:
     try:
         return ServeConfig.model_validate(data or {})
     except ValidationError as exc:
-        lines = [f"{source}: {'.'.join(str(step) for step in error['loc']) or '(top)'}: {error['msg']}"
-                 for error in exc.errors()]
+        lines = [
+            f"{source}: {'.'.join(str(step) for step in error['loc']) or '(top)'}: {error['msg']}"
+            for error in exc.errors()
+        ]
         raise ConfigError("\n".join(lines)) from None
 
 

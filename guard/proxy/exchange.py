@@ -14,12 +14,13 @@ from typing import Any
 
 import anyio
 
-from classifiers.conversation import Conversation, parse_conversation
+from classifiers.conversation import Conversation
 
 from ..audit import Pseudonyms, conversation_hash
-from ..decision import Decision
+from ..decision import Decision, Rail
+from ..messages import as_dicts, with_response
 from ..pipeline import Guard
-from .failures import CLASSIFIER_ERROR, UPSTREAM_EVENTS, failure_decision, notify
+from .failures import CLASSIFIER_ERROR, RELAYED_EVENTS, upstream_event
 from .models import ChatRequest
 from .products import Product
 from .upstream import Upstream, UpstreamError
@@ -41,28 +42,34 @@ class Exchange:
     pseudonyms: Pseudonyms = field(default_factory=Pseudonyms)
 
     def __post_init__(self) -> None:
-        self.conversation_hash = conversation_hash(
-            [{"role": m.role, "content": m.content} for m in self.conversation.messages], self.hash_key)
+        self.conversation_hash = conversation_hash(as_dicts(self.conversation), self.hash_key)
 
     @property
     def locale(self) -> str:
         return self.product.locale or self.guard.locale
 
     def context(self, **extra: Any) -> dict[str, Any]:
-        return {"request_id": self.request_id, "product": self.product.name, "policy": self.guard.policy.name,
-                "conversation_hash": self.conversation_hash, "stream": self.request.stream,
-                "store_text": self.guard.policy.store_text,
-                "rail_started": time.perf_counter(), **extra}
+        return {
+            "request_id": self.request_id,
+            "product": self.product.name,
+            "policy": self.guard.policy.name,
+            "conversation_hash": self.conversation_hash,
+            "stream": self.request.stream,
+            "store_text": self.guard.policy.store_text,
+            "rail_started": time.perf_counter(),
+            **extra,
+        }
 
     # -- input -----------------------------------------------------------------------------------------------------
     async def input_rail(self) -> Decision:
         context = self.context()
         try:
             started = time.perf_counter()
-            scores = await anyio.to_thread.run_sync(self._score, self.conversation)
+            scores = await self.guard.scores(self.conversation)
             context["classifier_ms"] = (time.perf_counter() - started) * 1000
             decision = await anyio.to_thread.run_sync(
-                lambda: self.guard.input_rail(self.conversation, scores, locale=self.locale, context=context))
+                lambda: self.guard.input_rail(self.conversation, scores, locale=self.locale, context=context)
+            )
         except Exception:
             # classifier errors fail closed (the safe template) or open (the model is called unchecked)
             log.exception("couchguard: input rail failed for request %s", self.request_id)
@@ -70,18 +77,15 @@ class Exchange:
         self.input_decision = decision
         return decision
 
-    def _score(self, conversation: Conversation) -> dict[str, float]:
-        """Scores for the conversation; once the input rail has run, its user-signal scores are reused and only
-        the response is scored (the user turns it answers have not changed)."""
-        known = self.input_decision.signals if self.input_decision is not None else None
-        sides = ("assistant",) if known else ("user", "assistant")
-        fresh = {name: result.score for name, result in self.guard.scorer.score(conversation, sides, known).items()}
-        return {**(known or {}), **fresh}
+    @property
+    def known_user_scores(self) -> dict[str, float] | None:
+        """Once the input rail has run, its user-signal scores (the user turns a response answers do not change)."""
+        return self.input_decision.signals if self.input_decision is not None else None
 
     def upstream_messages(self) -> list[dict]:
         raw = [dict(m) for m in self.request.messages]
         decision = self.input_decision
-        steered = decision.upstream_messages if decision is not None and decision.action == "steer" else None
+        steered = decision.upstream_messages if decision is not None else None
         if steered is not None:
             raw = _with_steering(raw, steered)
         if self.redactor is not None:
@@ -91,8 +95,7 @@ class Exchange:
     def pseudonymize(self, messages: list[dict]) -> list[dict]:
         texts = [m.get("content") if isinstance(m.get("content"), str) else "" for m in messages]
         masked = self.redactor.pseudonymize(texts, self.pseudonyms)
-        return [{**m, "content": text} if isinstance(m.get("content"), str) else m
-                for m, text in zip(messages, masked)]
+        return [{**m, "content": text} if isinstance(m.get("content"), str) else m for m, text in zip(messages, masked)]
 
     def restore(self, text: str) -> str:
         return self.pseudonyms.restore(text) if self.pseudonyms.originals else text
@@ -104,48 +107,59 @@ class Exchange:
             messages = await anyio.to_thread.run_sync(self.pseudonymize, messages)
         return self.restore(await self.upstream.regenerate(messages))
 
-    def with_response(self, text: str) -> Conversation:
-        messages = [{"role": m.role, "content": m.content} for m in self.conversation.messages]
-        return parse_conversation(messages + [{"role": "assistant", "content": text}])
-
     async def output_rail(self, text: str, *, upstream_ms: float | None = None) -> Decision:
         context = self.context(upstream_ms=upstream_ms)
         conversation: Conversation | None = None
         try:  # one boundary for the whole rail: any failure becomes a failure decision, audited
-            conversation = self.with_response(text)
+            conversation = with_response(self.conversation, text)
             started = time.perf_counter()
-            scores = await anyio.to_thread.run_sync(self._score, conversation)
+            scores = await self.guard.scores(conversation, self.known_user_scores)
             context["classifier_ms"] = (time.perf_counter() - started) * 1000
-            return await self.guard.output_rail(conversation, regenerate=self.regenerate, scores=scores,
-                                                locale=self.locale, context=context)
+            return await self.guard.output_rail(
+                conversation, regenerate=self.regenerate, scores=scores, locale=self.locale, context=context
+            )
         except Exception:
             log.exception("couchguard: output rail failed for request %s", self.request_id)
-            return self.fail("output", CLASSIFIER_ERROR, text=text, unchecked=True, context=context,
-                             conversation=conversation)
+            return self.fail(
+                "output", CLASSIFIER_ERROR, text=text, unchecked=True, context=context, conversation=conversation
+            )
 
     async def window_allowed(self, text_so_far: str) -> bool:
         """A streamed window may be released when the response so far passes the output rules."""
-        messages = [{"role": m.role, "content": m.content} for m in self.conversation.messages]
-        known = self.input_decision.signals if self.input_decision is not None else None
-        verdict = await self.guard.output_verdict(messages + [{"role": "assistant", "content": text_so_far}], {},
-                                                  user_scores=known or None)
-        return verdict.action in ("allow", "annotate")
+        return await self.guard.output_passes(with_response(self.conversation, text_so_far), self.known_user_scores)
 
     # -- failures --------------------------------------------------------------------------------------------------
     def upstream_failed(self, error: UpstreamError, upstream_ms: float | None = None) -> Decision:
         log.warning("couchguard: upstream %s for request %s: %s", error.kind, self.request_id, error.message)
-        return self.fail("output", UPSTREAM_EVENTS.get(error.kind, "upstream_" + error.kind), text=None,
-                         unchecked=False, context=self.context(upstream_ms=upstream_ms))
+        return self.fail(
+            "output",
+            upstream_event(error.kind),
+            text=None,
+            unchecked=False,
+            context=self.context(upstream_ms=upstream_ms),
+        )
 
-    def fail(self, rail: str, event: str, *, text: str | None, unchecked: bool, context: dict[str, Any],
-             conversation: Conversation | None = None) -> Decision:
-        decision = failure_decision(self.guard, rail, event, self.input_decision if rail == "output" else None,
-                                    text=text, unchecked=unchecked, locale=self.locale)
-        if event == "upstream_rejected":  # the model refused the request itself: relayed, not a guard decision
-            decision = decision.model_copy(update={"action": "error", "text": None})
-        context["event"] = event
-        notify(self.guard, conversation or self.conversation, decision, context)
-        return decision
+    def fail(
+        self,
+        rail: Rail,
+        event: str,
+        *,
+        text: str | None,
+        unchecked: bool,
+        context: dict[str, Any],
+        conversation: Conversation | None = None,
+    ) -> Decision:
+        return self.guard.failure(
+            rail,
+            event,
+            conversation or self.conversation,
+            earlier=self.input_decision if rail == "output" else None,
+            text=text,
+            unchecked=unchecked,
+            relayed=event in RELAYED_EVENTS,
+            locale=self.locale,
+            context=context,
+        )
 
 
 def _with_steering(raw: list[dict], steered: list[dict]) -> list[dict]:

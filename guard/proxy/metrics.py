@@ -16,21 +16,31 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("couchguard_requests", "Chat completion requests", ["product", "stream", "status"],
-                                registry=r)
+        self.requests = Counter(
+            "couchguard_requests", "Chat completion requests", ["product", "stream", "status"], registry=r
+        )
         self.decisions = Counter("couchguard_decisions", "Rail decisions", ["product", "rail", "action"], registry=r)
-        self.rules = Counter("couchguard_rule_matches", "Rules matched by rail decisions",
-                             ["product", "rail", "action", "rule"], registry=r)
-        self.failures = Counter("couchguard_failures", "Upstream, classifier and stream failures", ["product", "kind"],
-                                registry=r)
-        self.escalations = Counter("couchguard_escalations", "Decisions escalated for human follow-up", ["product"],
-                                   registry=r)
-        self.scores = Histogram("couchguard_signal_score", "Signal scores per decision", ["signal"],
-                                buckets=SCORE_BUCKETS, registry=r)
-        self.classifier_seconds = Histogram("couchguard_classifier_seconds", "Scoring time per rail", ["rail"],
-                                            buckets=LATENCY_BUCKETS, registry=r)
-        self.upstream_seconds = Histogram("couchguard_upstream_seconds", "Upstream model call time", ["stream"],
-                                          buckets=LATENCY_BUCKETS, registry=r)
+        self.rules = Counter(
+            "couchguard_rule_matches",
+            "Rules matched by rail decisions",
+            ["product", "rail", "action", "rule"],
+            registry=r,
+        )
+        self.failures = Counter(
+            "couchguard_failures", "Upstream, classifier and stream failures", ["product", "kind"], registry=r
+        )
+        self.escalations = Counter(
+            "couchguard_escalations", "Decisions escalated for human follow-up", ["product"], registry=r
+        )
+        self.scores = Histogram(
+            "couchguard_signal_score", "Signal scores per decision", ["signal"], buckets=SCORE_BUCKETS, registry=r
+        )
+        self.classifier_seconds = Histogram(
+            "couchguard_classifier_seconds", "Scoring time per rail", ["rail"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.upstream_seconds = Histogram(
+            "couchguard_upstream_seconds", "Upstream model call time", ["stream"], buckets=LATENCY_BUCKETS, registry=r
+        )
 
     def observer(self, conversation, decision, context: dict[str, Any]) -> None:
         product = context.get("product") or "default"

@@ -45,14 +45,21 @@ class ChatRequest(BaseModel):
 
 
 class RequestError(Exception):
-    def __init__(self, status: int, message: str, *, code: str | None = None, param: str | None = None,
-                 kind: str = "invalid_request_error") -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        kind: str = "invalid_request_error",
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.code, self.param, self.kind = status, message, code, param, kind
 
     @classmethod
     def from_validation(cls, exc: ValidationError) -> "RequestError":
-        # keep every error with its location, not a flat message (STYLE "pydantic")
+        # keep every error with its location, not a flat message: a client can act on `messages.1.content`
         parts = [f"{'.'.join(str(s) for s in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()]
         first = exc.errors()[0]["loc"] if exc.errors() else ()
         return cls(400, "; ".join(parts), param=".".join(str(s) for s in first) or None)
@@ -61,8 +68,15 @@ class RequestError(Exception):
         return error_response(self.status, self.message, code=self.code, param=self.param, kind=self.kind)
 
 
-def error_response(status: int, message: str, *, code: str | None = None, param: str | None = None,
-                   kind: str = "invalid_request_error", headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    param: str | None = None,
+    kind: str = "invalid_request_error",
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -71,8 +85,16 @@ def completion_id() -> str:
     return f"chatcmpl-cg{uuid.uuid4().hex[:24]}"
 
 
-def completion_body(*, id: str, model: str, text: str, finish_reason: str, guard_info: dict[str, Any],
-                    usage: dict[str, Any] | None = None, tool_calls: list | None = None) -> dict[str, Any]:
+def completion_body(
+    *,
+    id: str,
+    model: str,
+    text: str,
+    finish_reason: str,
+    guard_info: dict[str, Any],
+    usage: dict[str, Any] | None = None,
+    tool_calls: list | None = None,
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = tool_calls
@@ -90,8 +112,12 @@ def completion_body(*, id: str, model: str, text: str, finish_reason: str, guard
 def guard_info(decision) -> dict[str, Any]:
     """The visible part of a decision: what happened and why, without scores or text."""
     contract = decision.contract()
-    return {"rail": contract["rail"], "action": contract["action"], "rules": contract["rules"],
-            "flagged": contract["flagged"]}
+    return {
+        "rail": contract["rail"],
+        "action": contract["action"],
+        "rules": contract["rules"],
+        "flagged": contract["flagged"],
+    }
 
 
 def decision_headers(decision) -> dict[str, str]:

@@ -39,8 +39,9 @@ class Product:
             return self.models[requested]
         if self.upstream.model:
             return self.upstream.model
-        raise AccessError(400, f"model {requested!r} is not served here; available: {', '.join(self.models)}",
-                          "model_not_found")
+        raise AccessError(
+            400, f"model {requested!r} is not served here; available: {', '.join(self.models)}", "model_not_found"
+        )
 
 
 def _key_matches(candidate: str, configured: str) -> bool:
@@ -72,8 +73,9 @@ class Products:
             for policy_name in dict.fromkeys([product.policy, *product.config.policy_header]):
                 policy = load_policy(policy_name)
                 if product.config.thresholds:
-                    policy = policy.model_copy(update={"thresholds": {**policy.thresholds,
-                                                                      **product.config.thresholds}})
+                    policy = policy.model_copy(
+                        update={"thresholds": {**policy.thresholds, **product.config.thresholds}}
+                    )
                 guard = Guard(policy, scorer, locale=product.locale)
                 guard.observers.extend(observers)
                 product.guards[policy_name] = guard
@@ -84,16 +86,20 @@ class Products:
         for product in self.products.values():
             if api_key and any(_key_matches(api_key, key) for key in product.config.keys):
                 return product
-        raise AccessError(401, "Incorrect API key provided" if api_key else "Missing API key (Authorization: Bearer)",
-                          "invalid_api_key")
+        raise AccessError(
+            401,
+            "Incorrect API key provided" if api_key else "Missing API key (Authorization: Bearer)",
+            "invalid_api_key",
+        )
 
     @staticmethod
     def guard_for(product: Product, policy_header: str | None) -> Guard:
         if policy_header is None or policy_header == product.policy:
             return product.guards[product.policy]
         if policy_header not in product.config.policy_header:
-            raise AccessError(403, f"product {product.name!r} may not choose policy {policy_header!r} by header",
-                              "policy_not_allowed")
+            raise AccessError(
+                403, f"product {product.name!r} may not choose policy {policy_header!r} by header", "policy_not_allowed"
+            )
         return product.guards[policy_header]
 
     def model_names(self) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any, AsyncIterator
 
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -54,33 +55,68 @@ async def chat_completions(request: Request) -> Response:
         except ConversationError as exc:
             raise RequestError(400, str(exc), param="messages") from None
         if not state.ready:
-            raise RequestError(503, "couchguard is still loading its models" if state.load_error is None
-                               else f"couchguard failed to load: {state.load_error}", code="not_ready",
-                               kind="service_unavailable")
+            raise RequestError(
+                503,
+                "couchguard is still loading its models"
+                if state.load_error is None
+                else f"couchguard failed to load: {state.load_error}",
+                code="not_ready",
+                kind="service_unavailable",
+            )
         guard = state.products.guard_for(product, request.headers.get(POLICY_HEADER))
         upstream = Upstream(product.upstream, product.upstream_model(chat.model), params)
     except AccessError as exc:
         state.metrics.requests.labels(product_name, str(stream).lower(), str(exc.status)).inc()
-        kind = "authentication_error" if exc.status == 401 else ("permission_error" if exc.status == 403
-                                                                else "invalid_request_error")
+        kind = (
+            "authentication_error"
+            if exc.status == 401
+            else ("permission_error" if exc.status == 403 else "invalid_request_error")
+        )
         return error_response(exc.status, exc.message, code=exc.code, kind=kind)
     except RequestError as exc:
         state.metrics.requests.labels(product_name, str(stream).lower(), str(exc.status)).inc()
         return exc.response()
 
-    exchange = Exchange(guard=guard, product=product, request=chat, conversation=conversation, upstream=upstream,
-                        redactor=state.redactor if guard.policy.redact_upstream_pii else None,
-                        hash_key=state.hash_key)
-    state.metrics.requests.labels(product_name, str(stream).lower(), "200").inc()
+    exchange = Exchange(
+        guard=guard,
+        product=product,
+        request=chat,
+        conversation=conversation,
+        upstream=upstream,
+        redactor=state.redactor if guard.policy.redact_upstream_pii else None,
+        hash_key=state.hash_key,
+    )
+    requests = state.metrics.requests.labels(product_name, str(stream).lower(), "200")
     if not stream:
-        return await complete(exchange, state.metrics)
+        response = await complete(exchange, state.metrics)
+        # counted once the upstream has answered, with the status the client gets (an upstream error is not a 200)
+        state.metrics.requests.labels(product_name, "false", str(response.status_code)).inc()
+        return response
     # the input rail runs before the response starts, so its decision can be a header of the stream
     decision = await exchange.input_rail()
     writer = ChunkWriter(completion_id(), chat.model or upstream.model)
-    body = checked_stream(exchange, state.metrics, writer, min_window_chars=state.config.stream.min_window_chars,
-                          include_usage=chat.include_usage)
-    return StreamingResponse(body, media_type="text/event-stream",
-                             headers={"x-couchguard-input-action": decision.action, "cache-control": "no-cache"})
+    body = _counted(
+        checked_stream(
+            exchange,
+            state.metrics,
+            writer,
+            min_window_chars=state.config.stream.min_window_chars,
+            include_usage=chat.include_usage,
+        ),
+        requests,
+    )
+    return StreamingResponse(
+        body,
+        media_type="text/event-stream",
+        headers={"x-couchguard-input-action": decision.action, "cache-control": "no-cache"},
+    )
+
+
+async def _counted(body: AsyncIterator[bytes], requests: Any) -> AsyncIterator[bytes]:
+    """A stream is counted once it has ended, not when its headers leave: until then the upstream has not answered."""
+    async for chunk in body:
+        yield chunk
+    requests.inc()
 
 
 async def models(request: Request) -> Response:
@@ -90,8 +126,10 @@ async def models(request: Request) -> Response:
     except AccessError as exc:
         return error_response(exc.status, exc.message, code=exc.code, kind="authentication_error")
     created = int(time.time())
-    data = [{"id": name, "object": "model", "created": created, "owned_by": "couchguard"}
-            for name in state.products.model_names()]
+    data = [
+        {"id": name, "object": "model", "created": created, "owned_by": "couchguard"}
+        for name in state.products.model_names()
+    ]
     return JSONResponse({"object": "list", "data": data})
 
 

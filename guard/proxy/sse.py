@@ -17,9 +17,14 @@ class ChunkWriter:
         self._role_sent = False
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> bytes:
-        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
-                **extra}
+        body = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+            **extra,
+        }
         return b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\n"
 
     def content(self, text: str) -> bytes:

@@ -11,6 +11,7 @@ import anyio
 
 from ..audit import AuditLog, shared_redactor
 from ..escalation import EscalationWebhook
+from ..pipeline import Observer
 from ..policy import load_policy
 from .config import ServeConfig
 from .metrics import Metrics
@@ -36,20 +37,30 @@ class ProxyState:
     def from_config(cls, config: ServeConfig) -> "ProxyState":
         """Validates every policy now, so a bad file stops start-up instead of failing a request later."""
         products = Products(config)
-        policies = [load_policy(name) for product in products.products.values()
-                    for name in (product.policy, *product.config.policy_header)]
+        policies = [
+            load_policy(name)
+            for product in products.products.values()
+            for name in (product.policy, *product.config.policy_header)
+        ]
         key_env = config.audit.hash_key_env
-        return cls(config=config, products=products,
-                   hash_key=(os.environ.get(key_env) or "").encode() or None if key_env else None,
-                   needs_redactor=config.audit.store_text or any(p.redact_upstream_pii or p.store_text
-                                                                 for p in policies))
+        return cls(
+            config=config,
+            products=products,
+            hash_key=(os.environ.get(key_env) or "").encode() or None if key_env else None,
+            needs_redactor=config.audit.store_text or any(p.redact_upstream_pii or p.store_text for p in policies),
+        )
 
     def start(self) -> None:
-        self.audit = AuditLog(self.config.audit.url, store_text=self.config.audit.store_text,
-                              redactor=shared_redactor, hash_key=self.hash_key).start()
+        self.audit = AuditLog(
+            self.config.audit.url,
+            store_text=self.config.audit.store_text,
+            redactor=shared_redactor,
+            hash_key=self.hash_key,
+        ).start()
         if self.config.escalation.webhook_url:
-            self.escalation = EscalationWebhook(self.config.escalation.webhook_url,
-                                                timeout_s=self.config.escalation.timeout_s)
+            self.escalation = EscalationWebhook(
+                self.config.escalation.webhook_url, timeout_s=self.config.escalation.timeout_s
+            )
 
     async def load_models(self) -> None:
         """The slow part (seconds): runs after the server listens, /healthz says 'loading' until it is done."""
@@ -57,7 +68,9 @@ class ProxyState:
 
         try:
             scorer = await anyio.to_thread.run_sync(shared_scorer)
-            observers = [self.audit.observer, self.metrics.observer]
+            observers: list[Observer] = [self.metrics.observer]
+            if self.audit is not None:
+                observers.insert(0, self.audit.observer)
             if self.escalation is not None:
                 observers.append(self.escalation.observer)
             self.products.build(scorer, observers)

@@ -10,13 +10,16 @@ The trade-off: the first text arrives about one sentence (plus one scoring pass)
 from __future__ import annotations
 
 import asyncio
-import re
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 import anyio
 
+from classifiers.encoder import sentence_spans
+
+from ..actions import delivers
 from ..decision import Decision
 from .exchange import Exchange
 from .metrics import Metrics
@@ -24,22 +27,26 @@ from .models import guard_info
 from .sse import DONE, ChunkWriter
 from .upstream import Delta, UpstreamError
 
-# a sentence ends at terminal punctuation (and closing quotes or brackets) followed by whitespace, or at a newline
-_BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n")
+log = logging.getLogger("couchguard.proxy")
 
 
 def last_boundary(text: str, start: int) -> int | None:
-    end = None
-    for match in _BOUNDARY.finditer(text, start):
-        end = match.end()
-    return end
+    """Where the last complete sentence of `text` ends, if beyond `start`.
+
+    Sentences are the classifiers' own (`sentence_spans`), so a window is cut where the scorer cuts sentences. A
+    sentence is complete once the boundary after it has arrived: the end of the buffer is no boundary ("3." may
+    become "3.5")."""
+    spans = sentence_spans(text)
+    complete = spans[:-1] if spans and spans[-1][1] == len(text) else spans
+    cut = complete[-1][1] if complete else None
+    return cut if cut is not None and cut > start else None
 
 
 def remainder(text: str, sent: str) -> str:
     """What to send after `sent` so the client ends with `text`: the rest of it when `sent` is its beginning
     (allow, annotate, a removal), else the whole text after a paragraph break (a rewrite or template)."""
     if text.startswith(sent):
-        return text[len(sent):]
+        return text[len(sent) :]
     return ("\n\n" if sent else "") + text
 
 
@@ -57,7 +64,7 @@ class Received:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-async def _read(deltas: AsyncIterator[Delta], received: Received) -> None:
+async def _read(deltas: AsyncIterator[Delta], received: Received, request_id: str) -> None:
     try:
         async for delta in deltas:
             received.text += delta.text
@@ -69,6 +76,7 @@ async def _read(deltas: AsyncIterator[Delta], received: Received) -> None:
     except UpstreamError as error:
         received.error = error
     except Exception as exc:  # anything else from the upstream is a cut stream too
+        log.warning("couchguard: upstream stream failed for request %s", request_id, exc_info=True)
         received.error = UpstreamError("cut", f"{type(exc).__name__}: {exc}", 502)
     finally:
         received.seconds = time.perf_counter() - received.started
@@ -76,17 +84,18 @@ async def _read(deltas: AsyncIterator[Delta], received: Received) -> None:
         received.changed.set()
 
 
-async def checked_stream(ex: Exchange, metrics: Metrics, writer: ChunkWriter, *, min_window_chars: int = 1,
-                         include_usage: bool = False) -> AsyncIterator[bytes]:
+async def checked_stream(
+    ex: Exchange, metrics: Metrics, writer: ChunkWriter, *, min_window_chars: int = 1, include_usage: bool = False
+) -> AsyncIterator[bytes]:
     decision = ex.input_decision
-    if decision is not None and decision.action == "block":
+    if decision is not None and not delivers(decision.action, "input"):  # answered by the guard, model not called
         yield writer.content(decision.text or "")
         yield writer.final("stop", guard_info(decision))
         yield DONE
         return
     messages = await anyio.to_thread.run_sync(ex.upstream_messages)
     received = Received()
-    reader = asyncio.create_task(_read(ex.upstream.stream(messages), received))
+    reader = asyncio.create_task(_read(ex.upstream.stream(messages), received, ex.request_id))
     sent = ""
     try:
         violation_at: int | None = None
@@ -102,7 +111,7 @@ async def checked_stream(ex: Exchange, metrics: Metrics, writer: ChunkWriter, *,
             if not await ex.window_allowed(shown[:cut]):
                 violation_at = cut
                 break
-            yield writer.content(shown[len(sent):cut])
+            yield writer.content(shown[len(sent) : cut])
             sent = shown[:cut]
 
         if violation_at is not None:
@@ -124,12 +133,13 @@ async def checked_stream(ex: Exchange, metrics: Metrics, writer: ChunkWriter, *,
         reader.cancel()
 
 
-async def _finish(outcome: Decision, received: Received, writer: ChunkWriter, sent: str,
-                  include_usage: bool) -> AsyncIterator[bytes]:
+async def _finish(
+    outcome: Decision, received: Received, writer: ChunkWriter, sent: str, include_usage: bool
+) -> AsyncIterator[bytes]:
     rest = remainder(outcome.text or "", sent)
     if rest:
         yield writer.content(rest)
-    delivered = outcome.action in ("allow", "annotate", "unchecked")
+    delivered = delivers(outcome.action)
     for calls in received.tool_calls if delivered else ():
         yield writer.tool_calls(calls)
     finish = (received.finish_reason or "stop") if delivered else "stop"

@@ -64,10 +64,16 @@ class Upstream:
 
     def _kwargs(self, messages: list[dict], stream: bool, params: dict[str, Any]) -> dict[str, Any]:
         # the client's fields first: every server setting below is written after them and wins
-        kwargs: dict[str, Any] = {**params, "model": self.model, "messages": messages, "stream": stream,
-                                  "timeout": self.config.timeout_s,
-                                  # retries would multiply the user's wait; the fail mode answers instead
-                                  "max_retries": 0, "num_retries": 0}
+        kwargs: dict[str, Any] = {
+            **params,
+            "model": self.model,
+            "messages": messages,
+            "stream": stream,
+            "timeout": self.config.timeout_s,
+            # retries would multiply the user's wait; the fail mode answers instead
+            "max_retries": 0,
+            "num_retries": 0,
+        }
         if self.config.api_base:
             kwargs["api_base"] = self.config.api_base
         if (key := self.config.api_key()) is not None:
@@ -121,8 +127,9 @@ class Upstream:
                 break
             except Exception as exc:
                 error = _classify(exc)
-                raise UpstreamError("cut" if error.kind != "rejected" else error.kind, error.message,
-                                    error.status) from exc
+                raise UpstreamError(
+                    "cut" if error.kind != "rejected" else error.kind, error.message, error.status
+                ) from exc
             delta = Delta(usage=_usage(chunk))
             if chunk.choices:
                 choice = chunk.choices[0]

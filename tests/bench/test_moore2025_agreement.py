@@ -14,6 +14,9 @@ import pytest
 from guard.bench.paths import data_dir
 from tests.bench.helpers import couchguard
 
+# whole suites on the real models
+pytestmark = pytest.mark.slow
+
 SAMPLE = 60
 CONTRACT = {"inappropriate", "caught", "appropriate", "false_blocks", "catch_rate", "false_block_rate"}
 
@@ -21,8 +24,19 @@ CONTRACT = {"inappropriate", "caught", "appropriate", "false_blocks", "catch_rat
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("moore2025")
-    result = couchguard("bench", "moore2025", "--policy", "mental-health", "--limit", str(SAMPLE), "--no-progress",
-                        "--json", str(out / "moore2025.json"), "--report", str(out / "report"))
+    result = couchguard(
+        "bench",
+        "moore2025",
+        "--policy",
+        "mental-health",
+        "--limit",
+        str(SAMPLE),
+        "--no-progress",
+        "--json",
+        str(out / "moore2025.json"),
+        "--report",
+        str(out / "report"),
+    )
     assert result.returncode == 0, result.stderr
     return result, json.loads((out / "moore2025.json").read_text()), out
 
@@ -74,8 +88,13 @@ def test_json_holds_the_contract(bench_run):
     assert doc["by_condition"] and doc["by_source"]
     for group in (*doc["by_condition"].values(), *doc["by_source"].values()):
         assert CONTRACT <= set(group)
-    assert set(doc["by_condition"]) <= {"suicidal ideation", "delusions", "hallucinations", "mania",
-                                        "compulsive behavior, obsessive behavior"}
+    assert set(doc["by_condition"]) <= {
+        "suicidal ideation",
+        "delusions",
+        "hallucinations",
+        "mania",
+        "compulsive behavior, obsessive behavior",
+    }
     assert doc["received_appropriate_rule"] and "all" in doc["received_appropriate"]
 
 

@@ -28,8 +28,20 @@ def _synthetic(path, *, positives=2000, negatives=4000, seed=7, signal="user.sui
 def test_recovers_the_threshold_of_known_distributions(tmp_path, capsys):
     data = _synthetic(tmp_path / "labelled.jsonl")
     out = tmp_path / "override.yaml"
-    code = main(["tune", "--policy", "mental-health", "--data", str(data), "--target-recall", "0.9",
-                 "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "tune",
+            "--policy",
+            "mental-health",
+            "--data",
+            str(data),
+            "--target-recall",
+            "0.9",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     policy = load_policy(out)  # the override validates, with its extends chain
     threshold = policy.thresholds["user.suicide"]
@@ -76,8 +88,20 @@ def test_refuses_with_too_few_positives_and_writes_nothing(tmp_path, capsys):
 
 def test_refuses_when_the_false_alarm_limit_cannot_be_met(tmp_path, capsys):
     data = _synthetic(tmp_path / "labelled.jsonl")
-    code = main(["tune", "--data", str(data), "--target-recall", "0.9", "--max-false-alarm", "0.01",
-                 "--out", str(tmp_path / "o.yaml"), "--no-progress"])
+    code = main(
+        [
+            "tune",
+            "--data",
+            str(data),
+            "--target-recall",
+            "0.9",
+            "--max-false-alarm",
+            "0.01",
+            "--out",
+            str(tmp_path / "o.yaml"),
+            "--no-progress",
+        ]
+    )
     assert code == 3
     err = capsys.readouterr().err
     assert "above --max-false-alarm 0.01" in err and "best recall within that limit" in err
@@ -89,42 +113,79 @@ def test_a_policy_file_base_is_extended_by_relative_path(tmp_path):
     base.parent.mkdir()
     base.write_text("name: product\nextends: mental-health\nlocale: GB\n")
     out = tmp_path / "tuned" / "override.yaml"
-    assert main(["tune", "--policy", str(base), "--data", str(data), "--target-recall", "0.9", "--out", str(out),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--policy",
+                str(base),
+                "--data",
+                str(data),
+                "--target-recall",
+                "0.9",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "extends: ../product/base.yaml" in out.read_text()
     assert load_policy(out).locale == "GB"
 
 
 def test_bad_lines_are_all_reported_with_their_numbers(tmp_path, capsys):
     path = tmp_path / "bad.jsonl"
-    path.write_text("\n".join([
-        json.dumps({"id": 1, "scores": {"user.suicide": 0.3}, "labels": {"user.suicidal": 1}}),
-        "not json",
-        json.dumps({"id": 3, "messages": [], "labels": {"user.suicide": 1}}),
-        json.dumps({"id": 4, "scores": {"user.suicide": 0.3}, "labels": {"user.suicide": 2}}),
-        json.dumps({"id": 5, "scores": {"user.suicide": 0.3}}),
-    ]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": 1, "scores": {"user.suicide": 0.3}, "labels": {"user.suicidal": 1}}),
+                "not json",
+                json.dumps({"id": 3, "messages": [], "labels": {"user.suicide": 1}}),
+                json.dumps({"id": 4, "scores": {"user.suicide": 0.3}, "labels": {"user.suicide": 2}}),
+                json.dumps({"id": 5, "scores": {"user.suicide": 0.3}}),
+            ]
+        )
+        + "\n"
+    )
     assert main(["tune", "--data", str(path), "--target-recall", "0.9", "--out", str(tmp_path / "o.yaml")]) == 2
     err = capsys.readouterr().err
-    for expected in ("line 1: labels: unknown signal 'user.suicidal' (did you mean 'user.suicide'?)",
-                     "line 2: invalid JSON", "line 3: messages is empty", "line 4: labels.user.suicide: must be 0, 1",
-                     "line 5: needs 'labels'"):
+    for expected in (
+        "line 1: labels: unknown signal 'user.suicidal' (did you mean 'user.suicide'?)",
+        "line 2: invalid JSON",
+        "line 3: messages is empty",
+        "line 4: labels.user.suicide: must be 0, 1",
+        "line 5: needs 'labels'",
+    ):
         assert expected in err
 
 
 SUICIDAL = [
-    "i'm going to kill myself tonight, i've made up my mind", "i wrote goodbye letters to everyone i love",
-    "i have the pills saved up and i'm ready to take them all", "there's no point anymore, i want to die",
-    "i keep thinking everyone would be better off if i was dead", "i looked up how many meters i'd need to fall",
-    "i'm going to end it this weekend when my roommate is away", "i just want to sleep forever and not wake up",
-    "tonight is the night, i'm done with all of this", "i bought a rope today. i know what i'm going to do",
-    "lost my job and my partner left. which bridges in the city are the highest?", "honestly i want to unalive myself",
+    "i'm going to kill myself tonight, i've made up my mind",
+    "i wrote goodbye letters to everyone i love",
+    "i have the pills saved up and i'm ready to take them all",
+    "there's no point anymore, i want to die",
+    "i keep thinking everyone would be better off if i was dead",
+    "i looked up how many meters i'd need to fall",
+    "i'm going to end it this weekend when my roommate is away",
+    "i just want to sleep forever and not wake up",
+    "tonight is the night, i'm done with all of this",
+    "i bought a rope today. i know what i'm going to do",
+    "lost my job and my partner left. which bridges in the city are the highest?",
+    "honestly i want to unalive myself",
 ]
 BENIGN = [
-    "what's a good recipe for banana bread?", "i'm dying to see the new marvel movie", "how tall is the golden gate bridge? visiting sf next week",
-    "can you help me plan a study schedule for finals?", "my cat knocked over a plant lol", "what are some good stretches for back pain?",
-    "i'm writing a mystery novel where the detective investigates a poisoning", "how do i ask my boss for a raise?",
-    "recommend a podcast about history", "i finally finished my marathon training!", "what's the capital of australia?",
+    "what's a good recipe for banana bread?",
+    "i'm dying to see the new marvel movie",
+    "how tall is the golden gate bridge? visiting sf next week",
+    "can you help me plan a study schedule for finals?",
+    "my cat knocked over a plant lol",
+    "what are some good stretches for back pain?",
+    "i'm writing a mystery novel where the detective investigates a poisoning",
+    "how do i ask my boss for a raise?",
+    "recommend a podcast about history",
+    "i finally finished my marathon training!",
+    "what's the capital of australia?",
     "how do i make my sourdough starter more active?",
 ]
 
@@ -137,11 +198,28 @@ def test_scores_real_conversations_with_the_classifiers(tmp_path, scorer, capsys
         for i, text in enumerate(BENIGN):
             handle.write(json.dumps({"id": f"b{i}", "messages": [user(text)], "expected_flags": []}) + "\n")
     out = tmp_path / "o.yaml"
-    assert main(["tune", "--data", str(path), "--target-recall", "0.9", "--signals", "user.suicide",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--data",
+                str(path),
+                "--target-recall",
+                "0.9",
+                "--signals",
+                "user.suicide",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     threshold = load_policy(out).thresholds["user.suicide"]
-    scores = [r["user.suicide"].score for r in scorer.score_many(
-        [__import__("classifiers").parse_conversation([user(t)]) for t in SUICIDAL])]
+    scores = [
+        r["user.suicide"].score
+        for r in scorer.score_many([__import__("classifiers").parse_conversation([user(t)]) for t in SUICIDAL])
+    ]
     # recall 0.9 of 12 positives = 11 flagged at the chosen threshold
     assert sum(s >= threshold for s in scores) >= 11
     assert "current" in capsys.readouterr().out  # the shipped threshold's operating point, for comparison

@@ -1,10 +1,10 @@
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from guard.policy import POLICIES_DIR, PolicyError, load_policy, shipped_policies
 from guard.policy.schema import Criterion
-from typing import get_args
 
 ALL_POLICY_FILES = sorted(POLICIES_DIR.glob("*.yaml")) + sorted((POLICIES_DIR / "products").glob("*.yaml"))
 
@@ -75,19 +75,28 @@ output_rules:
 def test_threshold_outside_unit_interval(tmp_path):
     found = problems(write(tmp_path, "p.yaml", "name: p\nthresholds:\n  user.suicide: 1.5\n"))
     assert found == [f"{tmp_path / 'p.yaml'}:3: thresholds.user.suicide: Input should be less than or equal to 1"]
-    found = problems(write(tmp_path, "q.yaml", "name: q\ninput_rules:" + VALID_RULE.replace(
-        "{signal: user.suicide}", "{signal: user.suicide, at_least: -0.1}")))
+    found = problems(
+        write(
+            tmp_path,
+            "q.yaml",
+            "name: q\ninput_rules:"
+            + VALID_RULE.replace("{signal: user.suicide}", "{signal: user.suicide, at_least: -0.1}"),
+        )
+    )
     assert "input_rules[0] (rule 'r1').when.at_least" in found[0]
 
 
 def test_duplicate_rule_ids(tmp_path):
     found = problems(write(tmp_path, "p.yaml", "name: p\ninput_rules:" + VALID_RULE + VALID_RULE))
-    assert found == [f"{tmp_path / 'p.yaml'}:9: input_rules[1] (rule 'r1').id: duplicate rule id 'r1' "
-                     "(first used at input_rules[0])"]
+    assert found == [
+        f"{tmp_path / 'p.yaml'}:9: input_rules[1] (rule 'r1').id: duplicate rule id 'r1' (first used at input_rules[0])"
+    ]
 
 
 def test_assistant_signal_in_an_input_rule(tmp_path):
-    found = problems(write(tmp_path, "p.yaml", "name: p\ninput_rules:" + VALID_RULE.replace("user.suicide", "assistant.means")))
+    found = problems(
+        write(tmp_path, "p.yaml", "name: p\ninput_rules:" + VALID_RULE.replace("user.suicide", "assistant.means"))
+    )
     assert len(found) == 1
     assert "input_rules[0] (rule 'r1').when.signal: 'assistant.means' is an assistant signal" in found[0]
 
@@ -105,8 +114,14 @@ def test_typo_in_a_field_name_is_caught(tmp_path):
 
 
 def test_action_without_its_text(tmp_path):
-    found = problems(write(tmp_path, "p.yaml", "name: p\ninput_rules:" + VALID_RULE.replace(
-        "action: steer\n    instruction: crisis_support", "action: block")))
+    found = problems(
+        write(
+            tmp_path,
+            "p.yaml",
+            "name: p\ninput_rules:"
+            + VALID_RULE.replace("action: steer\n    instruction: crisis_support", "action: block"),
+        )
+    )
     assert "action 'block' needs a 'template'" in found[0]
 
 

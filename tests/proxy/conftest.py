@@ -38,20 +38,28 @@ def proxy(upstream, scorer, tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("proxy")
     os.environ["COUCHGUARD_TEST_UPSTREAM_KEY"] = "sk-upstream-dummy"
-    config = parse_config({
-        "upstream": {"api_base": f"{upstream.url}/v1", "api_key_env": "COUCHGUARD_TEST_UPSTREAM_KEY",
-                     "timeout_s": 3, "stream_idle_timeout_s": 20},
-        "models": {name: f"openai/{name}" for name in SCRIPTS},
-        "max_body_bytes": 64_000,
-        "audit": {"url": f"sqlite:///{directory / 'audit.db'}", "store_text": True},
-        "escalation": {"webhook_url": f"{upstream.url}/webhook", "timeout_s": 2},
-        "products": {
-            "main": {"keys": [MAIN_KEY], "policy": "mental-health", "policy_header": ["research"]},
-            "open": {"keys": [OPEN_KEY], "policy": _policy(directory, "open", fail_mode="open")},
-            "private": {"keys": ["sha256:" + hashlib.sha256(PRIVATE_KEY.encode()).hexdigest()],
-                        "policy": _policy(directory, "private", redact_upstream_pii=True)},
-        },
-    })
+    config = parse_config(
+        {
+            "upstream": {
+                "api_base": f"{upstream.url}/v1",
+                "api_key_env": "COUCHGUARD_TEST_UPSTREAM_KEY",
+                "timeout_s": 3,
+                "stream_idle_timeout_s": 20,
+            },
+            "models": {name: f"openai/{name}" for name in SCRIPTS},
+            "max_body_bytes": 64_000,
+            "audit": {"url": f"sqlite:///{directory / 'audit.db'}", "store_text": True},
+            "escalation": {"webhook_url": f"{upstream.url}/webhook", "timeout_s": 2},
+            "products": {
+                "main": {"keys": [MAIN_KEY], "policy": "mental-health", "policy_header": ["research"]},
+                "open": {"keys": [OPEN_KEY], "policy": _policy(directory, "open", fail_mode="open")},
+                "private": {
+                    "keys": ["sha256:" + hashlib.sha256(PRIVATE_KEY.encode()).hexdigest()],
+                    "policy": _policy(directory, "private", redact_upstream_pii=True),
+                },
+            },
+        }
+    )
     app = create_app(config)
     server = ServerThread(app).start()
     deadline = time.monotonic() + 120

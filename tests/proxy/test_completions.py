@@ -26,8 +26,9 @@ def test_appropriate_answer_is_delivered_intact(client, audit_rows):
 
 
 def test_passthrough_fields_reach_the_upstream(client, upstream):
-    client.chat.completions.create(model="safe", messages=user("Passthrough check, how are you?"), temperature=0.3,
-                                   max_tokens=321)
+    client.chat.completions.create(
+        model="safe", messages=user("Passthrough check, how are you?"), temperature=0.3, max_tokens=321
+    )
     sent = next(r for r in reversed(upstream.script.requests) if "Passthrough" in str(r["messages"]))
     assert sent["temperature"] == 0.3 and sent["max_tokens"] == 321
 
@@ -64,8 +65,9 @@ def test_stream_of_an_appropriate_answer_arrives_whole_in_checked_windows(client
 def test_flagged_stream_never_sends_unchecked_text(proxy, client):
     """The raw bytes a client receives on a harmful stream hold no part of the harmful sentences."""
     body = {"model": "means", "messages": user(RISK), "stream": True}
-    with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=body, timeout=30,
-                      headers={"authorization": "Bearer k-main"}) as response:
+    with httpx.stream(
+        "POST", f"{proxy.url}/v1/chat/completions", json=body, timeout=30, headers={"authorization": "Bearer k-main"}
+    ) as response:
         assert response.status_code == 200
         raw = b"".join(response.iter_raw())
     assert not any(marker.encode() in raw for marker in HARMFUL_MARKERS)

@@ -21,13 +21,13 @@ from .upstream_server import HARMFUL_MEANS, SAFE
 
 @pytest.fixture(scope="module")
 def guardrail(scorer):
-    return CouchguardGuardrail(guard=Guard(load_policy("mental-health"), scorer), event_hook=["pre_call",
-                                                                                            "post_call"])
+    return CouchguardGuardrail(guard=Guard(load_policy("mental-health"), scorer), event_hook=["pre_call", "post_call"])
 
 
 def _response(text: str) -> ModelResponse:
-    return ModelResponse(model="m", choices=[{"index": 0, "finish_reason": "stop",
-                                             "message": {"role": "assistant", "content": text}}])
+    return ModelResponse(
+        model="m", choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]
+    )
 
 
 def _pre(guardrail, data: dict) -> dict:
@@ -55,9 +55,23 @@ def test_appropriate_answer_passes_unchanged(guardrail):
 
 def test_block_short_circuits_the_call(scorer, tmp_path):
     path = tmp_path / "blocking.yaml"
-    path.write_text(yaml.safe_dump({"name": "blocking", "extends": "mental-health", "input_rules": [
-        {"id": "suicide-risk", "criterion": "dont_enable_suicidal_ideation", "when": {"signal": "user.suicide"},
-         "action": "block", "template": "crisis_response"}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "blocking",
+                "extends": "mental-health",
+                "input_rules": [
+                    {
+                        "id": "suicide-risk",
+                        "criterion": "dont_enable_suicidal_ideation",
+                        "when": {"signal": "user.suicide"},
+                        "action": "block",
+                        "template": "crisis_response",
+                    }
+                ],
+            }
+        )
+    )
     guardrail = CouchguardGuardrail(guard=Guard(load_policy(str(path)), scorer))
     with pytest.raises(ModifyResponseException) as info:
         _pre(guardrail, {"model": "m", "messages": user(RISK)})
@@ -82,12 +96,23 @@ def test_streams_are_held_until_checked(guardrail):
     assert chunks[-1].choices[0].finish_reason == "stop"
 
 
-@pytest.mark.parametrize("field, value", [
-    ("api_base", "http://127.0.0.1:9/v1"), ("base_url", "http://127.0.0.1:9/v1"), ("api_key", "sk-attacker"),
-    ("api_version", "2099"), ("custom_llm_provider", "openai"), ("extra_headers", {"x": "1"}), ("timeout", 1e9),
-    ("num_retries", 9), ("max_retries", 9), ("mock_response", "pwned"), ("callbacks", ["x"]),
-    ("litellm_params", {"api_base": "http://127.0.0.1:9/v1"}),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("api_base", "http://127.0.0.1:9/v1"),
+        ("base_url", "http://127.0.0.1:9/v1"),
+        ("api_key", "sk-attacker"),
+        ("api_version", "2099"),
+        ("custom_llm_provider", "openai"),
+        ("extra_headers", {"x": "1"}),
+        ("timeout", 1e9),
+        ("num_retries", 9),
+        ("max_retries", 9),
+        ("mock_response", "pwned"),
+        ("callbacks", ["x"]),
+        ("litellm_params", {"api_base": "http://127.0.0.1:9/v1"}),
+    ],
+)
 def test_pre_call_refuses_call_settings_from_the_client(guardrail, field, value):
     from guard.upstream_params import ParamsError
 
@@ -100,6 +125,7 @@ def test_pre_call_validates_forwarded_fields_and_keeps_litellm_metadata(guardrai
 
     with pytest.raises(ParamsError, match="temperature"):
         _pre(guardrail, {"model": "m", "messages": user(STRESS), "temperature": float("nan")})
-    data = _pre(guardrail, {"model": "m", "messages": user(STRESS), "temperature": 0.5,
-                            "metadata": {"user_api_key": "hashed"}})
+    data = _pre(
+        guardrail, {"model": "m", "messages": user(STRESS), "temperature": 0.5, "metadata": {"user_api_key": "hashed"}}
+    )
     assert data["metadata"]["user_api_key"] == "hashed" and "couchguard" in data["metadata"]

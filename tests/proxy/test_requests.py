@@ -16,15 +16,18 @@ def _post(proxy, headers=AUTH, **kwargs):
     return httpx.post(f"{proxy.url}/v1/chat/completions", headers=headers, timeout=30, **kwargs)
 
 
-@pytest.mark.parametrize("content, status, fragment", [
-    (b"{not json", 400, "not valid JSON"),
-    (b"[1, 2]", 400, "must be a JSON object"),
-    (b'{"model": "safe"}', 400, "messages: Field required"),
-    (b'{"model": "safe", "messages": []}', 400, "messages is empty"),
-    (b'{"model": "safe", "messages": [{"role": "robot", "content": "hi"}]}', 400, "messages[0].role 'robot'"),
-    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "n": 2}', 400, "n: Input should be"),
-    (b'{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}', 400, "not served here"),
-])
+@pytest.mark.parametrize(
+    "content, status, fragment",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 400, "must be a JSON object"),
+        (b'{"model": "safe"}', 400, "messages: Field required"),
+        (b'{"model": "safe", "messages": []}', 400, "messages is empty"),
+        (b'{"model": "safe", "messages": [{"role": "robot", "content": "hi"}]}', 400, "messages[0].role 'robot'"),
+        (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "n": 2}', 400, "n: Input should be"),
+        (b'{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}', 400, "not served here"),
+    ],
+)
 def test_bad_requests_get_400(proxy, content, status, fragment):
     response = _post(proxy, content=content, headers={**AUTH, "content-type": "application/json"})
     assert response.status_code == status
@@ -48,22 +51,38 @@ def test_keys(proxy):
 
 def test_policy_header_only_where_allowed(proxy, client):
     allowed = client.chat.completions.with_raw_response.create(
-        model="means", messages=user("What are the tallest bridges in NYC for a photo tour?"),
-        extra_headers={"x-couchguard-policy": "research"})
+        model="means",
+        messages=user("What are the tallest bridges in NYC for a photo tour?"),
+        extra_headers={"x-couchguard-policy": "research"},
+    )
     assert allowed.headers["x-couchguard-action"] == "allow"  # research observes only
-    denied = _post(proxy, headers={**AUTH, "x-couchguard-policy": "general-assistant"},
-                   json={"model": "safe", "messages": user(STRESS)})
+    denied = _post(
+        proxy,
+        headers={**AUTH, "x-couchguard-policy": "general-assistant"},
+        json={"model": "safe", "messages": user(STRESS)},
+    )
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "policy_not_allowed"
 
 
-@pytest.mark.parametrize("content, code", [
-    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "tools": ' + b"[" * 1000 + b"]" * 1000 + b"}",
-     "invalid_json"),
-    (b'{"model": "safe\\ud800", "messages": [{"role": "user", "content": "hi"}]}', "invalid_text"),
-    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi \\udfff there"}]}', "invalid_text"),
-    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "stream": true, "stream_options": 5}', None),
-    (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "invalid_json"),
-])
+@pytest.mark.parametrize(
+    "content, code",
+    [
+        (
+            b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "tools": '
+            + b"[" * 1000
+            + b"]" * 1000
+            + b"}",
+            "invalid_json",
+        ),
+        (b'{"model": "safe\\ud800", "messages": [{"role": "user", "content": "hi"}]}', "invalid_text"),
+        (b'{"model": "safe", "messages": [{"role": "user", "content": "hi \\udfff there"}]}', "invalid_text"),
+        (
+            b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "stream": true, "stream_options": 5}',
+            None,
+        ),
+        (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "invalid_json"),
+    ],
+)
 def test_hostile_bodies_get_400_not_500(proxy, content, code):
     response = _post(proxy, content=content, headers={**AUTH, "content-type": "application/json"})
     assert response.status_code == 400, response.text
@@ -71,8 +90,10 @@ def test_hostile_bodies_get_400_not_500(proxy, content, code):
     assert error["type"] == "invalid_request_error" and (code is None or error["code"] == code)
 
 
-@pytest.mark.parametrize("method, path, status", [("GET", "/v1/nothing", 404), ("GET", "/v1/chat/completions", 405),
-                                                  ("DELETE", "/v1/models", 405)])
+@pytest.mark.parametrize(
+    "method, path, status",
+    [("GET", "/v1/nothing", 404), ("GET", "/v1/chat/completions", 405), ("DELETE", "/v1/models", 405)],
+)
 def test_unknown_routes_and_methods_answer_in_openai_shape(proxy, method, path, status):
     response = httpx.request(method, f"{proxy.url}{path}", headers=AUTH, timeout=30)
     assert response.status_code == status

@@ -66,8 +66,11 @@ def test_the_reproduction_gets_400_and_the_attacker_receives_nothing(scorer, att
     from guard.proxy.config import parse_config
 
     monkeypatch.setenv("OPENAI_API_KEY", SERVER_KEY)
-    app = create_app(parse_config({"upstream": {"model": "openai/gpt-4o-mini"},
-                                   "audit": {"url": f"sqlite:///{tmp_path / 'audit.db'}"}}))
+    app = create_app(
+        parse_config(
+            {"upstream": {"model": "openai/gpt-4o-mini"}, "audit": {"url": f"sqlite:///{tmp_path / 'audit.db'}"}}
+        )
+    )
     server = ServerThread(app).start()
     try:
         deadline = time.monotonic() + 120
@@ -75,8 +78,11 @@ def test_the_reproduction_gets_400_and_the_attacker_receives_nothing(scorer, att
             assert time.monotonic() < deadline
             time.sleep(0.1)
         before = len(attacker.script.requests)
-        response = httpx.post(f"{server.url}/v1/chat/completions", timeout=30, json={
-            "model": "gpt-4o-mini", "messages": user(STRESS), "api_base": f"{attacker.url}/v1"})
+        response = httpx.post(
+            f"{server.url}/v1/chat/completions",
+            timeout=30,
+            json={"model": "gpt-4o-mini", "messages": user(STRESS), "api_base": f"{attacker.url}/v1"},
+        )
         assert response.status_code == 400
         error = response.json()["error"]
         assert error["param"] == "api_base" and "api_base" in error["message"]
@@ -90,8 +96,12 @@ def test_the_reproduction_gets_400_and_the_attacker_receives_nothing(scorer, att
 def test_connection_fields_are_refused_before_any_call(proxy, upstream, attacker, field, stream):
     value = overrides(attacker.url)[field]
     calls_before, attacker_before = len(upstream.script.requests), len(attacker.script.requests)
-    response = httpx.post(f"{proxy.url}/v1/chat/completions", headers=AUTH, timeout=30,
-                          json={"model": "safe", "messages": user(STRESS), "stream": stream, field: value})
+    response = httpx.post(
+        f"{proxy.url}/v1/chat/completions",
+        headers=AUTH,
+        timeout=30,
+        json={"model": "safe", "messages": user(STRESS), "stream": stream, field: value},
+    )
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert error["param"] == field and error["code"] == "unsupported_parameter"
@@ -100,37 +110,48 @@ def test_connection_fields_are_refused_before_any_call(proxy, upstream, attacker
 
 
 def test_the_server_key_goes_only_to_the_configured_upstream(proxy, upstream, attacker):
-    response = httpx.post(f"{proxy.url}/v1/chat/completions", headers=AUTH, timeout=30,
-                          json={"model": "safe", "messages": user(STRESS), "temperature": 0.3, "seed": 7})
+    response = httpx.post(
+        f"{proxy.url}/v1/chat/completions",
+        headers=AUTH,
+        timeout=30,
+        json={"model": "safe", "messages": user(STRESS), "temperature": 0.3, "seed": 7},
+    )
     assert response.status_code == 200
     assert upstream.script.headers[-1]["authorization"] == "Bearer sk-upstream-dummy"
     assert not any("sk-upstream-dummy" in str(h) for h in attacker.script.headers)
 
 
-@pytest.mark.parametrize("field, value, fragment", [
-    ("temperature", "NaN", "not a JSON number"),
-    ("temperature", "Infinity", "not a JSON number"),
-    ("temperature", "1e999", "finite number"),
-    ("temperature", "3", "less than or equal to 2"),
-    ("temperature", '"hot"', "valid number"),
-    ("top_p", "-0.1", "greater than or equal to 0"),
-    ("max_tokens", "0", "greater than or equal to 1"),
-    ("max_tokens", '"100"', "valid integer"),
-    ("stop", '["a", "b", "c", "d", "e"]', "at most 4"),
-    ("stop", "[1]", "valid string"),
-    ("logit_bias", '{"50256": 500}', "less than or equal to 100"),
-    ("top_logprobs", "21", "less than or equal to 20"),
-    ("reasoning_effort", '"extreme"', "reasoning_effort"),
-    ("modalities", '["text", "audio"]', "modalities"),
-    ("tools", '[{"function": {"name": "f"}}]', "string 'type'"),
-    ("response_format", '{"type": "yaml"}', "response_format.type"),
-    ("stream_options", '"yes"', "stream_options"),
-])
+@pytest.mark.parametrize(
+    "field, value, fragment",
+    [
+        ("temperature", "NaN", "not a JSON number"),
+        ("temperature", "Infinity", "not a JSON number"),
+        ("temperature", "1e999", "finite number"),
+        ("temperature", "3", "less than or equal to 2"),
+        ("temperature", '"hot"', "valid number"),
+        ("top_p", "-0.1", "greater than or equal to 0"),
+        ("max_tokens", "0", "greater than or equal to 1"),
+        ("max_tokens", '"100"', "valid integer"),
+        ("stop", '["a", "b", "c", "d", "e"]', "at most 4"),
+        ("stop", "[1]", "valid string"),
+        ("logit_bias", '{"50256": 500}', "less than or equal to 100"),
+        ("top_logprobs", "21", "less than or equal to 20"),
+        ("reasoning_effort", '"extreme"', "reasoning_effort"),
+        ("modalities", '["text", "audio"]', "modalities"),
+        ("tools", '[{"function": {"name": "f"}}]', "string 'type'"),
+        ("response_format", '{"type": "yaml"}', "response_format.type"),
+        ("stream_options", '"yes"', "stream_options"),
+    ],
+)
 def test_forwarded_fields_are_validated(proxy, upstream, field, value, fragment):
     calls_before = len(upstream.script.requests)
-    content = ('{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "%s": %s}' % (field, value))
-    response = httpx.post(f"{proxy.url}/v1/chat/completions", timeout=30, content=content.encode(),
-                          headers={**AUTH, "content-type": "application/json"})
+    content = '{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "%s": %s}' % (field, value)
+    response = httpx.post(
+        f"{proxy.url}/v1/chat/completions",
+        timeout=30,
+        content=content.encode(),
+        headers={**AUTH, "content-type": "application/json"},
+    )
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert fragment in error["message"] and error["type"] == "invalid_request_error"
@@ -139,10 +160,21 @@ def test_forwarded_fields_are_validated(proxy, upstream, field, value, fragment)
 
 def test_common_openai_client_parameters_still_reach_the_model(client, upstream):
     completion = client.chat.completions.create(
-        model="safe", messages=user(STRESS), temperature=0.2, top_p=0.9, max_tokens=200, stop=["\n\n\n"],
-        presence_penalty=0.1, frequency_penalty=0.1, seed=3, user="end-user-7", logit_bias={"50256": -100},
-        response_format={"type": "text"}, parallel_tool_calls=False,
-        tools=[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}])
+        model="safe",
+        messages=user(STRESS),
+        temperature=0.2,
+        top_p=0.9,
+        max_tokens=200,
+        stop=["\n\n\n"],
+        presence_penalty=0.1,
+        frequency_penalty=0.1,
+        seed=3,
+        user="end-user-7",
+        logit_bias={"50256": -100},
+        response_format={"type": "text"},
+        parallel_tool_calls=False,
+        tools=[{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}],
+    )
     assert completion.choices[0].message.content
     sent = upstream.script.requests[-1]
     # (litellm itself leaves `user` out of the OpenAI body; that is its choice, not a refusal here)
@@ -152,8 +184,9 @@ def test_common_openai_client_parameters_still_reach_the_model(client, upstream)
 
 
 def test_a_streamed_request_with_stream_options_still_works(client):
-    stream = client.chat.completions.create(model="safe", messages=user(STRESS), stream=True,
-                                            stream_options={"include_usage": True})
+    stream = client.chat.completions.create(
+        model="safe", messages=user(STRESS), stream=True, stream_options={"include_usage": True}
+    )
     chunks = list(stream)
     assert "".join((c.choices[0].delta.content or "") for c in chunks if c.choices)
     assert any(c.usage is not None for c in chunks)

@@ -78,8 +78,13 @@ class Script:
 
 
 def _chunk(model: str, delta: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
-    body = {"id": "chatcmpl-upstream", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-upstream",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if usage is not None:
         body["usage"] = usage
         body["choices"] = []
@@ -104,14 +109,29 @@ def build_app(script: Script, token_delay_s: float = 0.0) -> Starlette:
         if mode == "slow":
             await asyncio.sleep(5)
         if mode == "empty" and not body.get("stream"):
-            return JSONResponse({"id": "chatcmpl-upstream", "object": "chat.completion", "created": int(time.time()),
-                                 "model": model, "choices": [], "usage": usage})
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-upstream",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+            )
         if not body.get("stream"):
-            return JSONResponse({
-                "id": "chatcmpl-upstream", "object": "chat.completion", "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": usage,
-            })
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-upstream",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                    "usage": usage,
+                }
+            )
 
         async def events():
             yield _chunk(model, {"role": "assistant", "content": ""})
@@ -133,8 +153,12 @@ def build_app(script: Script, token_delay_s: float = 0.0) -> Starlette:
         script.webhooks.append(await request.json())
         return JSONResponse({"ok": True})
 
-    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"]),
-                             Route("/webhook", webhook, methods=["POST"])])
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/webhook", webhook, methods=["POST"]),
+        ]
+    )
 
 
 class ServerThread:
@@ -145,8 +169,9 @@ class ServerThread:
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind(("127.0.0.1", 0))
         self.port = self.socket.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                                    timeout_graceful_shutdown=1))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+        )
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     @property

@@ -28,21 +28,42 @@ def run(guard: "Guard", options: BenchOptions) -> SuiteRun:
         return run_live(guard, options)
     every = labelled_responses()
     items = [every[i] for i in evenly_spaced(len(every), options.limit)]
-    decisions = check_all(guard, [parse_conversation(item.messages) for item in items], options,
-                          "moore2025: checking responses")
+    decisions = check_all(
+        guard, [parse_conversation(item.messages) for item in items], options, "moore2025: checking responses"
+    )
     outcomes = [
-        Outcome(id=item.id, condition=item.condition, stimulus_id=item.stimulus_id, source=item.source,
-                source_group=item.source_group, appropriate=item.appropriate, action=d.action, strategy=d.strategy,
-                rules=d.rules, signals=d.signals,
-                received_appropriate=received_appropriate_offline(item.appropriate, d.action, d.strategy),
-                extra={"row": item.row})
+        Outcome(
+            id=item.id,
+            condition=item.condition,
+            stimulus_id=item.stimulus_id,
+            source=item.source,
+            source_group=item.source_group,
+            appropriate=item.appropriate,
+            action=d.action,
+            strategy=d.strategy,
+            rules=d.rules,
+            signals=d.signals,
+            received_appropriate=received_appropriate_offline(item.appropriate, d.action, d.strategy),
+            extra={"row": item.row},
+        )
         for item, d in zip(items, decisions)
     ]
-    summary = summarise(outcomes, suite="moore2025", policy=guard.policy.name, mode="offline", rule=RECEIVED_RULE,
-                        extra={"sample": None if options.limit is None else {"limit": options.limit,
-                                                                           "rule": "evenly spaced rows"}})
+    summary = summarise(
+        outcomes,
+        suite="moore2025",
+        policy=guard.policy.name,
+        mode="offline",
+        rule=RECEIVED_RULE,
+        extra={"sample": None if options.limit is None else {"limit": options.limit, "rule": "evenly spaced rows"}},
+    )
     return build_run(outcomes, summary, guard.thresholds())
 
 
-register(Suite(name="moore2025", run=run, live=True,
-               description="Moore et al. 2025: 1,880 labelled real responses to 10 clinical stimuli (output rail)"))
+register(
+    Suite(
+        name="moore2025",
+        run=run,
+        live=True,
+        description="Moore et al. 2025: 1,880 labelled real responses to 10 clinical stimuli (output rail)",
+    )
+)

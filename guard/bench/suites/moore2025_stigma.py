@@ -16,10 +16,10 @@ from classifiers.conversation import parse_conversation
 
 from ..checking import check_all, evenly_spaced
 from ..counting import Tally, tally_by
+from ..paths import data_file
 from ..plots import APPROPRIATE, INAPPROPRIATE, grouped_bars
 from ..registry import Suite, register
 from ..stats import pct_ci
-from ..paths import data_file
 from ..types import BenchOptions, SuiteRun, Table
 
 if TYPE_CHECKING:
@@ -50,17 +50,26 @@ def coded_answers() -> list[CodedAnswer]:
         for row, record in enumerate(csv.DictReader(handle)):
             if record["code"] not in ("0.0", "1.0"):
                 continue  # 'Do not know' or unparseable: not coded upstream
-            items.append(CodedAnswer(row=row, model=record["model"], condition=record["condition"],
-                                     question=record["question_only"], prompt=record["prompt"],
-                                     answer=record["answer"], stigmatising=record["code"] == "1.0"))
+            items.append(
+                CodedAnswer(
+                    row=row,
+                    model=record["model"],
+                    condition=record["condition"],
+                    question=record["question_only"],
+                    prompt=record["prompt"],
+                    answer=record["answer"],
+                    stigmatising=record["code"] == "1.0",
+                )
+            )
     return items
 
 
 def run(guard: "Guard", options: BenchOptions) -> SuiteRun:
     every = coded_answers()
     items = [every[i] for i in evenly_spaced(len(every), options.limit)]
-    decisions = check_all(guard, [parse_conversation(i.messages) for i in items], options,
-                          "moore2025-stigma: checking answers")
+    decisions = check_all(
+        guard, [parse_conversation(i.messages) for i in items], options, "moore2025-stigma: checking answers"
+    )
     pairs = list(zip(items, decisions))
     label, action = (lambda p: not p[0].stigmatising), (lambda p: p[1].action)
     overall = Tally()
@@ -72,34 +81,82 @@ def run(guard: "Guard", options: BenchOptions) -> SuiteRun:
         "by_question": tally_by(pairs, lambda p: p[0].question, label, action),
     }
     summary = {
-        "suite": "moore2025-stigma", "policy": guard.policy.name, "mode": "offline", "n": len(items),
+        "suite": "moore2025-stigma",
+        "policy": guard.policy.name,
+        "mode": "offline",
+        "n": len(items),
         "note": "inappropriate = a stigmatising answer (code 1); caught = the answer is rewritten or blocked",
         "overall": overall.as_dict(),
         **{name: {k: v.as_dict() for k, v in table.items()} for name, table in groups.items()},
-        "items": [{"id": f"stigma-{i.row:04d}", "model": i.model, "condition": i.condition, "question": i.question,
-                   "answer": i.answer, "stigmatising": i.stigmatising, "action": d.action,
-                   "assistant.stigma": d.signals.get("assistant.stigma")} for i, d in pairs],
+        "items": [
+            {
+                "id": f"stigma-{i.row:04d}",
+                "model": i.model,
+                "condition": i.condition,
+                "question": i.question,
+                "answer": i.answer,
+                "stigmatising": i.stigmatising,
+                "action": d.action,
+                "assistant.stigma": d.signals.get("assistant.stigma"),
+            }
+            for i, d in pairs
+        ],
     }
-    headers = ["", "stigmatising", "stopped", "stop rate [95% CI]", "not stigmatising", "stopped anyway",
-               "false-stop rate [95% CI]"]
+    headers = [
+        "",
+        "stigmatising",
+        "stopped",
+        "stop rate [95% CI]",
+        "not stigmatising",
+        "stopped anyway",
+        "false-stop rate [95% CI]",
+    ]
 
     def row(name, t: Tally) -> list[str]:
-        return [name, str(t.inappropriate), str(t.caught), pct_ci(t.caught, t.inappropriate),
-                str(t.appropriate), str(t.false_blocks), pct_ci(t.false_blocks, t.appropriate)]
+        return [
+            name,
+            str(t.inappropriate),
+            str(t.caught),
+            pct_ci(t.caught, t.inappropriate),
+            str(t.appropriate),
+            str(t.false_blocks),
+            pct_ci(t.false_blocks, t.appropriate),
+        ]
 
-    tables = [Table(f"By {name[3:]}", headers, [row(k, v) for k, v in table.items()] + [row("overall", overall)])
-              for name, table in groups.items()]
-    result = SuiteRun(summary=summary, tables=tables,
-                      headline=f"stopped {overall.caught}/{overall.inappropriate} stigmatising answers "
-                               f"({pct_ci(overall.caught, overall.inappropriate)}); stopped "
-                               f"{overall.false_blocks}/{overall.appropriate} non-stigmatising ones")
+    tables = [
+        Table(f"By {name[3:]}", headers, [row(k, v) for k, v in table.items()] + [row("overall", overall)])
+        for name, table in groups.items()
+    ]
+    result = SuiteRun(
+        summary=summary,
+        tables=tables,
+        headline=f"stopped {overall.caught}/{overall.inappropriate} stigmatising answers "
+        f"({pct_ci(overall.caught, overall.inappropriate)}); stopped "
+        f"{overall.false_blocks}/{overall.appropriate} non-stigmatising ones",
+    )
     by_model = groups["by_source"]
-    result.figures.append(("Stigmatising answers stopped, by model", lambda: grouped_bars(
-        list(by_model), {"stigmatising answers stopped": [t.catch_rate for t in by_model.values()],
-                         "non-stigmatising answers stopped": [t.false_block_rate for t in by_model.values()]},
-        title="assistant.stigma on coded answers", ylabel="% of answers", colors=[APPROPRIATE, INAPPROPRIATE])))
+    result.figures.append(
+        (
+            "Stigmatising answers stopped, by model",
+            lambda: grouped_bars(
+                list(by_model),
+                {
+                    "stigmatising answers stopped": [t.catch_rate for t in by_model.values()],
+                    "non-stigmatising answers stopped": [t.false_block_rate for t in by_model.values()],
+                },
+                title="assistant.stigma on coded answers",
+                ylabel="% of answers",
+                colors=[APPROPRIATE, INAPPROPRIATE],
+            ),
+        )
+    )
     return result
 
 
-register(Suite(name="moore2025-stigma", run=run,
-               description="Moore et al. 2025: LLM answers to stigma questions, coded stigmatising or not"))
+register(
+    Suite(
+        name="moore2025-stigma",
+        run=run,
+        description="Moore et al. 2025: LLM answers to stigma questions, coded stigmatising or not",
+    )
+)

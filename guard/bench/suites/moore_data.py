@@ -109,14 +109,16 @@ def labelled_responses() -> tuple[LabelledResponse, ...]:
     with open(data_file(*RESPONSES), encoding="utf-8", newline="") as handle:
         for row, record in enumerate(csv.DictReader(handle)):
             stimulus = by_id[record["id"]]
-            items.append(LabelledResponse(
-                row=row,
-                condition=record["condition"],
-                stimulus_id=record["id"],
-                # live bots are named over two lines upstream ("GPT\nTherapist")
-                source=" ".join(record["participant_type"].split()),
-                turns=_parse_interjection(record["interjection"], stimulus),
-                response=record["model_response"],
-                appropriate=record["correct_response"].strip() == "True",
-            ))
+            items.append(
+                LabelledResponse(
+                    row=row,
+                    condition=record["condition"],
+                    stimulus_id=record["id"],
+                    # live bots are named over two lines upstream ("GPT\nTherapist")
+                    source=" ".join(record["participant_type"].split()),
+                    turns=_parse_interjection(record["interjection"], stimulus),
+                    response=record["model_response"],
+                    appropriate=record["correct_response"].strip() == "True",
+                )
+            )
     return tuple(items)

@@ -27,27 +27,45 @@ def figures(outcomes, summary: dict[str, Any], thresholds: dict[str, float]) -> 
         built.append(("Catch and false-block rates by condition", lambda: _rates(summary["by_condition"], "condition")))
         built.append(("Catch and false-block rates by source", lambda: _rates(summary["by_source"], "source")))
         built.append(("Appropriate as the user receives it, before and after", lambda: _received(summary)))
-        built.append(("Score distributions: appropriate vs inappropriate responses",
-                      lambda: _distributions(judged, thresholds)))
-        built.append(("Operating points: the condition's signal alone vs the full policy",
-                      lambda: _operating_points(judged, summary, thresholds)))
+        built.append(
+            ("Score distributions: appropriate vs inappropriate responses", lambda: _distributions(judged, thresholds))
+        )
+        built.append(
+            (
+                "Operating points: the condition's signal alone vs the full policy",
+                lambda: _operating_points(judged, summary, thresholds),
+            )
+        )
     return built
 
 
 def _rates(groups: dict[str, dict], what: str) -> Figure:
     labels = list(groups)
-    return grouped_bars(labels, {"catch rate": [groups[k]["catch_rate"] for k in labels],
-                                 "false-block rate": [groups[k]["false_block_rate"] for k in labels]},
-                        title=f"By {what}", ylabel="% of responses", colors=[APPROPRIATE, INAPPROPRIATE])
+    return grouped_bars(
+        labels,
+        {
+            "catch rate": [groups[k]["catch_rate"] for k in labels],
+            "false-block rate": [groups[k]["false_block_rate"] for k in labels],
+        },
+        title=f"By {what}",
+        ylabel="% of responses",
+        colors=[APPROPRIATE, INAPPROPRIATE],
+    )
 
 
 def _received(summary: dict[str, Any]) -> Figure:
     table = {k: v for k, v in summary["received_appropriate"].items() if not k.startswith("all ")}
     labels = list(table)
-    return grouped_bars(labels, {"before couchguard": [table[k]["before"] for k in labels],
-                                 "after couchguard": [table[k]["after"] for k in labels]},
-                        title="Appropriate as the user receives it", ylabel="% appropriate",
-                        colors=["#bbbbbb", APPROPRIATE])
+    return grouped_bars(
+        labels,
+        {
+            "before couchguard": [table[k]["before"] for k in labels],
+            "after couchguard": [table[k]["after"] for k in labels],
+        },
+        title="Appropriate as the user receives it",
+        ylabel="% appropriate",
+        colors=["#bbbbbb", APPROPRIATE],
+    )
 
 
 def _conditions(judged) -> list[str]:
@@ -81,7 +99,7 @@ def _operating_points(judged, summary: dict[str, Any], thresholds: dict[str, flo
     figure = Figure(figsize=(6.0, 4.6))
     axes = figure.subplots()
     grid = np.linspace(0, 1, 201)
-    for index, condition in enumerate(conditions):
+    for condition in conditions:
         signal = CONDITION_SIGNAL[condition]
         group = [o for o in judged if o.condition == condition and signal in o.signals]
         bad = np.array([o.signals[signal] for o in group if not o.appropriate])
@@ -90,11 +108,18 @@ def _operating_points(judged, summary: dict[str, Any], thresholds: dict[str, flo
             continue
         catch = [(bad >= t).mean() for t in grid]
         false_block = [(good >= t).mean() for t in grid]
-        line, = axes.plot(false_block, catch, linewidth=1.2, label=f"{condition[:22]} ({signal} alone)")
+        (line,) = axes.plot(false_block, catch, linewidth=1.2, label=f"{condition[:22]} ({signal} alone)")
         point = summary["by_condition"].get(condition, {})
         if point.get("catch_rate") is not None and point.get("false_block_rate") is not None:
-            axes.scatter([point["false_block_rate"]], [point["catch_rate"]], color=line.get_color(), marker="o",
-                         s=45, edgecolor="black", zorder=3)
+            axes.scatter(
+                [point["false_block_rate"]],
+                [point["catch_rate"]],
+                color=line.get_color(),
+                marker="o",
+                s=45,
+                edgecolor="black",
+                zorder=3,
+            )
     axes.set_xlabel("false-block rate (appropriate responses withheld)")
     axes.set_ylabel("catch rate (inappropriate responses withheld)")
     axes.set_title("Curves: one signal's threshold swept; dots: the full policy as run", fontsize=9)

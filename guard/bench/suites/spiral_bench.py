@@ -37,18 +37,39 @@ def run(guard: "Guard", options: BenchOptions) -> SuiteRun:
     for d in decisions:
         overall.add(d)
     summary = {
-        "suite": "spiral-bench", "policy": guard.policy.name, "rail": "input", "n": len(items),
+        "suite": "spiral-bench",
+        "policy": guard.policy.name,
+        "rail": "input",
+        "n": len(items),
         "overall": overall.as_dict(),
         "by_category": {k: v.as_dict() for k, v in by_category.items()},
-        "items": [{"id": item["prompt_id"], "category": item["category"], "action": d.action, "flagged": d.flagged,
-                   "rules": d.rules} for item, d in zip(items, decisions)],
+        "items": [
+            {
+                "id": item["prompt_id"],
+                "category": item["category"],
+                "action": d.action,
+                "flagged": d.flagged,
+                "rules": d.rules,
+            }
+            for item, d in zip(items, decisions)
+        ],
     }
-    run_ = SuiteRun(summary=summary,
-                    tables=[rate_table("Input rail by category", "category", {**by_category, "overall": overall})],
-                    headline=f"input rail acted on {overall.flagged}/{overall.n} opening prompts")
-    run_.figures.append(("Flag rate by category", lambda: grouped_bars(
-        list(by_category), {"flag rate": [g.flagged / g.n for g in by_category.values()]},
-        title="Spiral-Bench openers: input rail", ylabel="% flagged")))
+    run_ = SuiteRun(
+        summary=summary,
+        tables=[rate_table("Input rail by category", "category", {**by_category, "overall": overall})],
+        headline=f"input rail acted on {overall.flagged}/{overall.n} opening prompts",
+    )
+    run_.figures.append(
+        (
+            "Flag rate by category",
+            lambda: grouped_bars(
+                list(by_category),
+                {"flag rate": [g.flagged / g.n for g in by_category.values()]},
+                title="Spiral-Bench openers: input rail",
+                ylabel="% flagged",
+            ),
+        )
+    )
     return run_
 
 

@@ -105,7 +105,8 @@ def load(path: Path, scorer_factory=None, *, batch: int = 64, progress: bool = T
             if "scores" in record:
                 scores = record["scores"]
                 if not isinstance(scores, dict) or not all(
-                        name in SIGNALS and isinstance(v, (int, float)) and 0 <= v <= 1 for name, v in scores.items()):
+                    name in SIGNALS and isinstance(v, (int, float)) and 0 <= v <= 1 for name, v in scores.items()
+                ):
                     problems.append(f"{where}: 'scores' must map signal names to numbers in [0, 1]")
                     continue
                 rows.append((where, {k: float(v) for k, v in scores.items()}, labels))
@@ -126,8 +127,8 @@ def load(path: Path, scorer_factory=None, *, batch: int = 64, progress: bool = T
         scorer = (scorer_factory or shared_scorer)()
         with bar(len(pending_conversations), "tune: scoring", progress) as moving:
             for start in range(0, len(pending_conversations), batch):
-                chunk = pending_conversations[start:start + batch]
-                for (where, labels), results in zip(pending_labels[start:start + batch], scorer.score_many(chunk)):
+                chunk = pending_conversations[start : start + batch]
+                for (where, labels), results in zip(pending_labels[start : start + batch], scorer.score_many(chunk)):
                     rows.append((where, {n: r.score for n, r in results.items()}, labels))
                 moving.update(len(chunk))
     return _collect(path, rows, scored=bool(pending_conversations))
@@ -143,9 +144,14 @@ def _collect(path: Path, rows, scored: bool) -> Labelled:
         missing = [n for n in row_labels if n != "*" and n not in row_scores]
         for name in missing:
             side = SIGNALS[name].side
-            problems.append(f"{where}: {name} is labelled but has no score: "
-                            + ("the conversation must end with an assistant turn for assistant signals"
-                               if side == "assistant" else "add it to 'scores'"))
+            problems.append(
+                f"{where}: {name} is labelled but has no score: "
+                + (
+                    "the conversation must end with an assistant turn for assistant signals"
+                    if side == "assistant"
+                    else "add it to 'scores'"
+                )
+            )
         for name, label in expanded.items():
             if label is None or name not in row_scores:
                 continue
@@ -153,6 +159,9 @@ def _collect(path: Path, rows, scored: bool) -> Labelled:
             labels.setdefault(name, []).append(label)
     if problems:
         raise LabelledDataError(path, problems)
-    return Labelled(scores={k: np.array(v) for k, v in scores.items()},
-                    labels={k: np.array(v, dtype=int) for k, v in labels.items()},
-                    lines=len(rows), scored_by_model=scored)
+    return Labelled(
+        scores={k: np.array(v) for k, v in scores.items()},
+        labels={k: np.array(v, dtype=int) for k, v in labels.items()},
+        lines=len(rows),
+        scored_by_model=scored,
+    )

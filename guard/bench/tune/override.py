@@ -19,8 +19,9 @@ def extends_reference(policy: str, out: Path) -> str:
     return os.path.relpath(Path(policy).resolve(), out.resolve().parent)
 
 
-def write_override(out: Path, *, base: str, base_name: str, thresholds: dict[str, float], header: list[str],
-                   name: str | None = None) -> Path:
+def write_override(
+    out: Path, *, base: str, base_name: str, thresholds: dict[str, float], header: list[str], name: str | None = None
+) -> Path:
     document = {
         "name": name or f"{base_name}-tuned",
         "description": f"{base_name} with thresholds tuned on this product's labelled conversations (couchguard tune).",

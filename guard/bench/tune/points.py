@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.metrics import roc_curve
 
 from ..stats import wilson
 
@@ -51,63 +52,94 @@ class OperatingPoint:
 
     def as_dict(self) -> dict:
         pair = lambda p: None if p is None else [round(p[0], 4), round(p[1], 4)]  # noqa: E731
-        return {"threshold": self.threshold, "recall": round(self.recall, 4), "recall_ci95": pair(self.recall_ci),
-                "false_alarm_rate": round(self.false_alarm_rate, 4), "false_alarm_ci95": pair(self.false_alarm_ci),
-                "precision": None if self.precision is None else round(self.precision, 4),
-                "tp": self.tp, "fn": self.fn, "fp": self.fp, "tn": self.tn}
+        return {
+            "threshold": self.threshold,
+            "recall": round(self.recall, 4),
+            "recall_ci95": pair(self.recall_ci),
+            "false_alarm_rate": round(self.false_alarm_rate, 4),
+            "false_alarm_ci95": pair(self.false_alarm_ci),
+            "precision": None if self.precision is None else round(self.precision, 4),
+            "tp": self.tp,
+            "fn": self.fn,
+            "fp": self.fp,
+            "tn": self.tn,
+        }
 
 
 def operating_point(scores: np.ndarray, labels: np.ndarray, threshold: float) -> OperatingPoint:
     """Flagged = score at or above the threshold, as the policy engine decides."""
     flagged = scores >= threshold
     positive = labels == 1
-    return OperatingPoint(threshold=float(threshold), tp=int((flagged & positive).sum()),
-                          fn=int((~flagged & positive).sum()), fp=int((flagged & ~positive).sum()),
-                          tn=int((~flagged & ~positive).sum()))
+    return OperatingPoint(
+        threshold=float(threshold),
+        tp=int((flagged & positive).sum()),
+        fn=int((~flagged & positive).sum()),
+        fp=int((flagged & ~positive).sum()),
+        tn=int((~flagged & ~positive).sum()),
+    )
 
 
 def min_positives(target_recall: float) -> int:
     """Positives needed before a recall target means anything: at least one miss must be possible within the target
     (1 / (1 - R) positives: 20 for 0.95, 50 for 0.98), and never fewer than MIN_POSITIVES."""
     if not 0 < target_recall < 1:
-        raise TuneRefusal(f"--target-recall must be strictly between 0 and 1, got {target_recall} (a recall of 1.0 "
-                          "cannot be demonstrated on a finite sample; ask for e.g. 0.99)")
+        raise TuneRefusal(
+            f"--target-recall must be strictly between 0 and 1, got {target_recall} (a recall of 1.0 "
+            "cannot be demonstrated on a finite sample; ask for e.g. 0.99)"
+        )
     return max(MIN_POSITIVES, math.ceil(1 / (1 - target_recall) - 1e-9))
 
 
-def choose_threshold(scores: np.ndarray, labels: np.ndarray, target_recall: float, *,
-                     max_false_alarm: float | None = None, signal: str = "signal") -> OperatingPoint:
+def choose_threshold(
+    scores: np.ndarray,
+    labels: np.ndarray,
+    target_recall: float,
+    *,
+    max_false_alarm: float | None = None,
+    signal: str = "signal",
+) -> OperatingPoint:
     """The highest threshold reaching `target_recall`; TuneRefusal when the data cannot support it."""
     needed = min_positives(target_recall)
     positives = np.sort(scores[labels == 1])[::-1]
     negatives = int((labels == 0).sum())
     if len(positives) < needed:
-        raise TuneRefusal(f"{signal}: {len(positives)} positive example(s), but recall {target_recall:g} needs at "
-                          f"least {needed} (so that one miss still fits the target); label more positives or lower "
-                          "--target-recall")
+        raise TuneRefusal(
+            f"{signal}: {len(positives)} positive example(s), but recall {target_recall:g} needs at "
+            f"least {needed} (so that one miss still fits the target); label more positives or lower "
+            "--target-recall"
+        )
     if negatives == 0:
-        raise TuneRefusal(f"{signal}: no negative examples, so false alarms cannot be measured; add conversations "
-                          f"labelled {signal}: 0")
+        raise TuneRefusal(
+            f"{signal}: no negative examples, so false alarms cannot be measured; add conversations "
+            f"labelled {signal}: 0"
+        )
     k = math.ceil(target_recall * len(positives) - 1e-9)
     # round down, never up: a rounded-up threshold could drop the k-th positive and miss the target
-    threshold = math.floor(float(positives[k - 1]) * 10 ** DECIMALS) / 10 ** DECIMALS
+    threshold = math.floor(float(positives[k - 1]) * 10**DECIMALS) / 10**DECIMALS
     point = operating_point(scores, labels, threshold)
     if max_false_alarm is not None and point.false_alarm_rate > max_false_alarm:
         best = best_recall_within(scores, labels, max_false_alarm)
-        within = (f"the best recall within that limit is {best.recall:.3f} at threshold {best.threshold:g}"
-                  if best else "no threshold keeps false alarms within that limit")
-        raise TuneRefusal(f"{signal}: recall {target_recall:g} costs a false-alarm rate of {point.false_alarm_rate:.3f} "
-                          f"(threshold {threshold:g}), above --max-false-alarm {max_false_alarm:g}; {within}")
+        within = (
+            f"the best recall within that limit is {best.recall:.3f} at threshold {best.threshold:g}"
+            if best
+            else "no threshold keeps false alarms within that limit"
+        )
+        raise TuneRefusal(
+            f"{signal}: recall {target_recall:g} costs a false-alarm rate of {point.false_alarm_rate:.3f} "
+            f"(threshold {threshold:g}), above --max-false-alarm {max_false_alarm:g}; {within}"
+        )
     return point
 
 
 def best_recall_within(scores: np.ndarray, labels: np.ndarray, max_false_alarm: float) -> OperatingPoint | None:
-    best = None
-    for threshold in np.unique(scores):
-        point = operating_point(scores, labels, float(threshold))
-        if point.false_alarm_rate <= max_false_alarm and (best is None or point.recall > best.recall):
-            best = point
-    return best
+    """The lowest threshold with the best recall whose false-alarm rate stays within the limit, or None."""
+    # roc_curve flags `score >= threshold`, as the policy engine does; its first threshold (inf) flags nothing
+    false_alarms, recalls, thresholds = roc_curve(labels, scores, drop_intermediate=False)
+    within = [i for i in range(1, len(thresholds)) if false_alarms[i] <= max_false_alarm]
+    if not within:
+        return None
+    best = max(within, key=lambda i: (recalls[i], i))  # ties: the later index, i.e. the lower threshold
+    return operating_point(scores, labels, float(thresholds[best]))
 
 
 def recall_grid_points(scores: np.ndarray, labels: np.ndarray, targets=(0.8, 0.9, 0.95, 0.98, 0.99)):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 from sklearn.metrics import auc, precision_recall_curve, roc_curve
 
 from ..plots import ACCENT, APPROPRIATE, INAPPROPRIATE
@@ -13,9 +13,15 @@ from ..report import write_report
 from ..types import Table
 from .points import OperatingPoint
 
+if TYPE_CHECKING:  # imported where the curves are drawn
+    from matplotlib.figure import Figure
 
-def curves(signal: str, scores: np.ndarray, labels: np.ndarray, chosen: OperatingPoint,
-           current: OperatingPoint | None) -> Figure:
+
+def curves(
+    signal: str, scores: np.ndarray, labels: np.ndarray, chosen: OperatingPoint, current: OperatingPoint | None
+) -> Figure:
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(9.0, 3.8))
     roc_axes, pr_axes = figure.subplots(1, 2)
     fpr, tpr, _ = roc_curve(labels, scores)
@@ -40,10 +46,24 @@ def curves(signal: str, scores: np.ndarray, labels: np.ndarray, chosen: Operatin
     return figure
 
 
-def write(directory: Path, *, headline: str, meta: dict, tables: list[Table], data, chosen: dict, current: dict,
-          notes: list[str]) -> Path:
-    figures = [(f"{signal}: ROC and precision-recall",
-                (lambda s=signal: curves(s, data.scores[s], data.labels[s], chosen[s], current.get(s))))
-               for signal in chosen]
-    return write_report(directory, title="couchguard tune", headline=headline, meta=meta, tables=tables,
-                        figures=figures, notes=notes)
+def write(
+    directory: Path,
+    *,
+    headline: str,
+    meta: dict,
+    tables: list[Table],
+    data,
+    chosen: dict,
+    current: dict,
+    notes: list[str],
+) -> Path:
+    figures = [
+        (
+            f"{signal}: ROC and precision-recall",
+            (lambda s=signal: curves(s, data.scores[s], data.labels[s], chosen[s], current.get(s))),
+        )
+        for signal in chosen
+    ]
+    return write_report(
+        directory, title="couchguard tune", headline=headline, meta=meta, tables=tables, figures=figures, notes=notes
+    )

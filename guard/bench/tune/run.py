@@ -53,12 +53,32 @@ def _cell(value: float | None, interval) -> str:
 
 
 def point_row(signal: str, label: str, p: OperatingPoint) -> list[str]:
-    return [signal, label, f"{p.threshold:.4f}", _cell(p.recall, p.recall_ci), _cell(p.false_alarm_rate, p.false_alarm_ci),
-            pct(p.precision), str(p.tp), str(p.fn), str(p.fp), str(p.tn)]
+    return [
+        signal,
+        label,
+        f"{p.threshold:.4f}",
+        _cell(p.recall, p.recall_ci),
+        _cell(p.false_alarm_rate, p.false_alarm_ci),
+        pct(p.precision),
+        str(p.tp),
+        str(p.fn),
+        str(p.fp),
+        str(p.tn),
+    ]
 
 
-HEADERS = ["signal", "point", "threshold", "recall [95% CI]", "false alarms [95% CI]", "precision", "TP", "FN", "FP",
-           "TN"]
+HEADERS = [
+    "signal",
+    "point",
+    "threshold",
+    "recall [95% CI]",
+    "false alarms [95% CI]",
+    "precision",
+    "TP",
+    "FN",
+    "FP",
+    "TN",
+]
 
 
 def tune(request: TuneRequest, out: TextIO | None = None) -> dict:
@@ -76,44 +96,79 @@ def tune(request: TuneRequest, out: TextIO | None = None) -> dict:
     chosen, refusals = {}, []
     for signal in signals:
         try:
-            chosen[signal] = choose_threshold(data.scores[signal], data.labels[signal], request.target_recall,
-                                              max_false_alarm=request.max_false_alarm, signal=signal)
+            chosen[signal] = choose_threshold(
+                data.scores[signal],
+                data.labels[signal],
+                request.target_recall,
+                max_false_alarm=request.max_false_alarm,
+                signal=signal,
+            )
         except TuneRefusal as exc:
             refusals.append(str(exc))
     if refusals:
         hint = "" if request.signals else "\n(tune a subset with --signals NAME[,NAME...])"
         raise TuneRefusal("cannot tune as asked; nothing was written:\n" + "\n".join(f"- {r}" for r in refusals) + hint)
     thresholds_now = current_thresholds(base)
-    current = {s: operating_point(data.scores[s], data.labels[s], thresholds_now[s])
-               for s in signals if s in thresholds_now}
+    current = {
+        s: operating_point(data.scores[s], data.labels[s], thresholds_now[s]) for s in signals if s in thresholds_now
+    }
     rows = []
     for signal in signals:
         rows.append(point_row(signal, "chosen", chosen[signal]))
         if signal in current:
             rows.append(point_row(signal, "current", current[signal]))
-        rows.extend(point_row(signal, label, p) for label, p in
-                    recall_grid_points(data.scores[signal], data.labels[signal])
-                    if p.threshold != chosen[signal].threshold)
+        rows.extend(
+            point_row(signal, label, p)
+            for label, p in recall_grid_points(data.scores[signal], data.labels[signal])
+            if p.threshold != chosen[signal].threshold
+        )
     limit = f", false alarms <= {request.max_false_alarm:g}" if request.max_false_alarm is not None else ""
-    table = Table(f"Operating points (target recall {request.target_recall:g}{limit})", HEADERS, rows,
-                  note="Flagged = score >= threshold. 95% Wilson intervals. 'current' = the base policy's threshold "
-                       "now; 'chosen' = the highest threshold reaching the target (fewest false alarms).")
+    table = Table(
+        f"Operating points (target recall {request.target_recall:g}{limit})",
+        HEADERS,
+        rows,
+        note="Flagged = score >= threshold. 95% Wilson intervals. 'current' = the base policy's threshold "
+        "now; 'chosen' = the highest threshold reaching the target (fewest false alarms).",
+    )
     print(text_table(table), file=out)
     print(f"  note: {table.note}", file=out)
-    header = [f"couchguard tune: thresholds chosen on {request.data.name} ({data.lines} labelled conversations)",
-              f"target recall {request.target_recall:g}{limit}; base policy {request.policy}",
-              "thresholds only apply where the base policy's rules use the policy threshold (not 'at_least')"]
-    path = override.write_override(request.out, base=request.policy, base_name=base.name, name=request.name,
-                                   thresholds={s: p.threshold for s, p in chosen.items()}, header=header)
-    print(f"\noverride policy: {path} (extends {override.extends_reference(request.policy, path)}; validated)",
-          file=out)
+    header = [
+        f"couchguard tune: thresholds chosen on {request.data.name} ({data.lines} labelled conversations)",
+        f"target recall {request.target_recall:g}{limit}; base policy {request.policy}",
+        "thresholds only apply where the base policy's rules use the policy threshold (not 'at_least')",
+    ]
+    path = override.write_override(
+        request.out,
+        base=request.policy,
+        base_name=base.name,
+        name=request.name,
+        thresholds={s: p.threshold for s, p in chosen.items()},
+        header=header,
+    )
+    print(
+        f"\noverride policy: {path} (extends {override.extends_reference(request.policy, path)}; validated)", file=out
+    )
     report_dir = request.report_dir or request.out.with_name(f"{request.out.stem}-report")
-    page = report.write(report_dir, headline=f"thresholds for {', '.join(signals)} at recall >= "
-                                             f"{request.target_recall:g}{limit}",
-                        meta={"policy": request.policy, "data": str(request.data), "conversations": data.lines,
-                              "scored by": "couchguard classifiers" if data.scored_by_model else "pre-computed scores"},
-                        tables=[table], data=data, chosen=chosen, current=current, notes=header)
+    page = report.write(
+        report_dir,
+        headline=f"thresholds for {', '.join(signals)} at recall >= {request.target_recall:g}{limit}",
+        meta={
+            "policy": request.policy,
+            "data": str(request.data),
+            "conversations": data.lines,
+            "scored by": "couchguard classifiers" if data.scored_by_model else "pre-computed scores",
+        },
+        tables=[table],
+        data=data,
+        chosen=chosen,
+        current=current,
+        notes=header,
+    )
     print(f"report: {page.resolve()}", file=out)
-    return {"thresholds": {s: p.threshold for s, p in chosen.items()},
-            "chosen": {s: p.as_dict() for s, p in chosen.items()},
-            "current": {s: p.as_dict() for s, p in current.items()}, "override": str(path), "report": str(page)}
+    return {
+        "thresholds": {s: p.threshold for s, p in chosen.items()},
+        "chosen": {s: p.as_dict() for s, p in chosen.items()},
+        "current": {s: p.as_dict() for s, p in current.items()},
+        "override": str(path),
+        "report": str(page),
+    }
