@@ -57,9 +57,7 @@ class Conversation(BaseModel):
 def clean_text(text: str) -> str:
     """Drop control characters and unpaired surrogates so any string can be tokenised; keep newlines and tabs."""
     text = text.encode("utf-8", "replace").decode("utf-8")
-    return "".join(
-        ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cs", "Co", "Cn")
-    )
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cs", "Co", "Cn"))
 
 
 def _content_text(content: Any, where: str) -> str:

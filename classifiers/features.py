@@ -75,8 +75,6 @@ def context_texts(conversation: Conversation, side: Side) -> tuple[int, list[tup
     return index, list(zip(earlier_users, weights))
 
 
-
-
 class Featurizer:
     """Turns conversations into feature matrices with a shared text-embedding cache.
 
@@ -99,8 +97,12 @@ class Featurizer:
         if scored_turn_index(conversation, side) is None:
             return None
         index, context = context_texts(conversation, side)
-        return _Plan(side=side, turn_index=index, chunks=self.windows(conversation.messages[index].content),
-                     context=tuple(context))
+        return _Plan(
+            side=side,
+            turn_index=index,
+            chunks=self.windows(conversation.messages[index].content),
+            context=tuple(context),
+        )
 
     def embed(self, texts: Iterable[str]) -> None:
         """Encode every text not yet in the cache, in one batched call."""
@@ -112,8 +114,12 @@ class Featurizer:
     @staticmethod
     def _sentences(plan: _Plan) -> list[tuple[tuple[int, int], str]]:
         """(span in the turn, text) of each sentence of the scored turn's windows that holds at least one word."""
-        return [((chunk.start + a, chunk.start + b), chunk.text[a:b]) for chunk in plan.chunks
-                for a, b in sentence_spans(chunk.text) if any(c.isalnum() for c in chunk.text[a:b])]
+        return [
+            ((chunk.start + a, chunk.start + b), chunk.text[a:b])
+            for chunk in plan.chunks
+            for a, b in sentence_spans(chunk.text)
+            if any(c.isalnum() for c in chunk.text[a:b])
+        ]
 
     def _turn_vector(self, text: str) -> np.ndarray:
         """One vector for a whole turn: the mean of its windows, re-normalised."""
@@ -132,7 +138,9 @@ class Featurizer:
         flags = [sentences] * len(plans) if isinstance(sentences, bool) else list(sentences)
         if len(flags) != len(plans):
             raise ValueError(f"{len(flags)} sentence flags for {len(plans)} conversations")
-        sentences_of = [self._sentences(plan) if plan is not None and flag else None for plan, flag in zip(plans, flags)]
+        sentences_of = [
+            self._sentences(plan) if plan is not None and flag else None for plan, flag in zip(plans, flags)
+        ]
         needed: list[str] = []
         for plan, pieces in zip(plans, sentences_of):
             if plan is None:
@@ -159,10 +167,19 @@ class Featurizer:
             if pieces is not None:
                 spans = tuple(span for span, _ in pieces)
                 vectors = [self.cache[text] for _, text in pieces]
-                sentence_matrix = combine(np.stack(vectors) if vectors else np.zeros((0, dimension), np.float32),
-                                          context)
-            results.append(SideFeatures(side=plan.side, turn_index=plan.turn_index, chunks=plan.chunks, matrix=matrix,
-                                        sentence_spans=spans, sentence_matrix=sentence_matrix))
+                sentence_matrix = combine(
+                    np.stack(vectors) if vectors else np.zeros((0, dimension), np.float32), context
+                )
+            results.append(
+                SideFeatures(
+                    side=plan.side,
+                    turn_index=plan.turn_index,
+                    chunks=plan.chunks,
+                    matrix=matrix,
+                    sentence_spans=spans,
+                    sentence_matrix=sentence_matrix,
+                )
+            )
         return results
 
 

@@ -86,8 +86,13 @@ def _examples(corpora: dict[str, list[CorpusRow]], side: Side) -> list[_Example]
     return examples
 
 
-def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTuneConfig(), log=print,
-             sides: tuple[Side, ...] = ("user", "assistant")) -> dict:
+def finetune(
+    output_dir: Path,
+    base_dir: Path,
+    config: FineTuneConfig = FineTuneConfig(),
+    log=print,
+    sides: tuple[Side, ...] = ("user", "assistant"),
+) -> dict:
     import torch
     import transformers
     from transformers import AutoModel, AutoTokenizer
@@ -108,8 +113,10 @@ def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTune
     corpora = load_all(sides)
     examples = {side: _examples(corpora, side) for side in sides}
     texts = sorted({t for side in examples.values() for e in side for t in [e.turn] + [c for c, _ in e.context]})
-    log(f"fine-tuning the top {config.trainable_layers} layers on {sum(len(v) for v in examples.values())} rows "
-        f"({len(texts)} distinct texts)")
+    log(
+        f"fine-tuning the top {config.trainable_layers} layers on {sum(len(v) for v in examples.values())} rows "
+        f"({len(texts)} distinct texts)"
+    )
 
     # lower layers run once per text, without padding, so their cached outputs equal a padded batch's
     started = time.perf_counter()
@@ -132,12 +139,16 @@ def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTune
     log(f"cached lower layers in {time.perf_counter() - started:.0f}s")
 
     dimension = model.config.hidden_size
-    heads = {side: torch.nn.Linear(3 * dimension, int(sum(1 for s in SIGNALS.values() if s.side == side)))
-             for side in examples}
-    optimiser = torch.optim.AdamW([
-        {"params": [p for p in model.parameters() if p.requires_grad], "lr": config.learning_rate},
-        {"params": [p for h in heads.values() for p in h.parameters()], "lr": config.head_learning_rate},
-    ])
+    heads = {
+        side: torch.nn.Linear(3 * dimension, int(sum(1 for s in SIGNALS.values() if s.side == side)))
+        for side in examples
+    }
+    optimiser = torch.optim.AdamW(
+        [
+            {"params": [p for p in model.parameters() if p.requires_grad], "lr": config.learning_rate},
+            {"params": [p for h in heads.values() for p in h.parameters()], "lr": config.head_learning_rate},
+        ]
+    )
     weights = {}
     for side, rows in examples.items():
         target = np.stack([e.target for e in rows])
@@ -155,8 +166,13 @@ def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTune
         for i, state in enumerate(states):
             hidden[i, : state.shape[0]] = state
             mask[i, : state.shape[0]] = 1
-        attention = model._create_attention_masks(attention_mask=mask, encoder_attention_mask=None,
-                                                  embedding_output=hidden, encoder_hidden_states=None, cache=None)[0]
+        attention = model._create_attention_masks(
+            attention_mask=mask,
+            encoder_attention_mask=None,
+            embedding_output=hidden,
+            encoder_hidden_states=None,
+            cache=None,
+        )[0]
         for layer in layers[frozen:]:
             hidden = _layer_output(layer(hidden, attention_mask=attention))
         weight = mask.unsqueeze(-1).to(hidden.dtype)
@@ -181,8 +197,11 @@ def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTune
         order = random.Random(config.seed + epoch)
         for rows in examples.values():
             order.shuffle(rows)
-        batches = [(side, rows[i : i + config.batch_size])
-                   for side, rows in examples.items() for i in range(0, len(rows), config.batch_size)]
+        batches = [
+            (side, rows[i : i + config.batch_size])
+            for side, rows in examples.items()
+            for i in range(0, len(rows), config.batch_size)
+        ]
         order.shuffle(batches)
         total, count = 0.0, 0
         for side, batch in batches:
@@ -191,7 +210,8 @@ def finetune(output_dir: Path, base_dir: Path, config: FineTuneConfig = FineTune
             target = torch.tensor(np.stack([e.target for e in batch]))
             known = torch.tensor(np.stack([e.known for e in batch]))
             loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                logits, target, weight=known, pos_weight=weights[side], reduction="sum") / known.sum().clamp(min=1)
+                logits, target, weight=known, pos_weight=weights[side], reduction="sum"
+            ) / known.sum().clamp(min=1)
             if config.anchor_weight:
                 drift = torch.stack([1 - vectors[t] @ anchors[t] for t in vectors]).mean()
                 loss = loss + config.anchor_weight * drift

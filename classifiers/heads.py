@@ -71,8 +71,9 @@ class CalibratedLinearHead:
             decision[test] = model.decision_function(X[test])
         return decision
 
-    def fit(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray,
-            held_out: np.ndarray | None = None) -> "CalibratedLinearHead":
+    def fit(
+        self, X: np.ndarray, y: np.ndarray, groups: np.ndarray, held_out: np.ndarray | None = None
+    ) -> "CalibratedLinearHead":
         """Fit the linear model and its calibration.
 
         Without `held_out`, calibration uses out-of-fold decision values (GroupKFold over `groups`) and the linear
@@ -109,8 +110,15 @@ class CalibratedLinearHead:
         self.intercept_ = float(linear.intercept_[0])
         return self
 
-    def fit_instances(self, X: np.ndarray, owner: np.ndarray, labels: np.ndarray, groups: np.ndarray,
-                      held_out: np.ndarray | None = None, rounds: int = 3) -> "CalibratedLinearHead":
+    def fit_instances(
+        self,
+        X: np.ndarray,
+        owner: np.ndarray,
+        labels: np.ndarray,
+        groups: np.ndarray,
+        held_out: np.ndarray | None = None,
+        rounds: int = 3,
+    ) -> "CalibratedLinearHead":
         """Fit from rows that are bags of instances (a response's sentences) labelled per row, not per instance.
 
         A positive row says that *some* sentence carries the signal, not which. Multiple-instance learning: fit on
@@ -132,7 +140,7 @@ class CalibratedLinearHead:
             raise ValueError("every row needs at least one instance, and owner must index rows")
         self.oof_decision_ = np.full(len(X), np.nan)
         if held_out is None:
-            for train, test in GroupKFold(n_splits=self.n_splits).split(labels, labels, groups):
+            for train, _test in GroupKFold(n_splits=self.n_splits).split(labels, labels, groups):
                 trained = np.zeros(len(labels), dtype=bool)
                 trained[train] = True
                 model = self._fit_witnesses(X, owner, labels, trained, rounds)
@@ -150,8 +158,9 @@ class CalibratedLinearHead:
         row_decision = row_maximum(self.oof_decision_, owner, len(labels))
         return self._keep(linear, row_decision[evaluated], labels[evaluated])
 
-    def _fit_witnesses(self, X: np.ndarray, owner: np.ndarray, labels: np.ndarray, rows: np.ndarray,
-                       rounds: int) -> LogisticRegression:
+    def _fit_witnesses(
+        self, X: np.ndarray, owner: np.ndarray, labels: np.ndarray, rows: np.ndarray, rounds: int
+    ) -> LogisticRegression:
         """The linear model after `rounds` of witness selection, trained on the instances of `rows` only."""
         instance_labels = labels[owner]
         usable = rows[owner]

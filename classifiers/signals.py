@@ -16,6 +16,8 @@ Kind = Literal["harm", "protective", "context"]
 Unit = Literal["window", "sentence"]
 
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
+# ordinary life in every register, one file per domain: negatives for the signals of each side (label 0 throughout)
+EVERYDAY_DIR = "everyday"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,12 @@ class SignalSpec:
     unit: Unit = "window"
     # learn that other crises (positives of the harm signals it excludes) are not this signal; see CO_OCCURRING
     other_crises_as_negatives: bool = True
+    # learn from the everyday corpora of its side (ordinary life, corpora/everyday/<side>/) as negatives
+    everyday_negatives: bool = True
+    # recall the shipped threshold must keep on held-out positives (harm signals)
+    target_recall: float = 0.95
+    # a risk to the user's life: its failure paths answer with the crisis template, not the general fallback
+    crisis: bool = False
 
     @property
     def corpus_path(self) -> Path:
@@ -39,14 +47,33 @@ class SignalSpec:
 SIGNALS: dict[str, SignalSpec] = {}
 
 
-def register(name: str, side: Side, kind: Kind, description: str, *, unit: Unit = "window",
-             other_crises_as_negatives: bool = True) -> SignalSpec:
+def register(
+    name: str,
+    side: Side,
+    kind: Kind,
+    description: str,
+    *,
+    unit: Unit = "window",
+    other_crises_as_negatives: bool = True,
+    everyday_negatives: bool = True,
+    target_recall: float = 0.95,
+    crisis: bool = False,
+) -> SignalSpec:
     if not name.startswith(f"{side}."):
         raise ValueError(f"signal {name!r} must be named '{side}.<name>' for the {side} side")
     if name in SIGNALS:
         raise ValueError(f"signal {name!r} is already registered")
-    spec = SignalSpec(name=name, side=side, kind=kind, description=description, unit=unit,
-                      other_crises_as_negatives=other_crises_as_negatives)
+    spec = SignalSpec(
+        name=name,
+        side=side,
+        kind=kind,
+        description=description,
+        unit=unit,
+        other_crises_as_negatives=other_crises_as_negatives,
+        everyday_negatives=everyday_negatives,
+        target_recall=target_recall,
+        crisis=crisis,
+    )
     SIGNALS[name] = spec
     return spec
 
@@ -70,43 +97,107 @@ def excludes(signal: str, other: str) -> bool:
     co-occur with it. Context signals exclude every harm (a user in crisis is not casting the model as a client);
     protective signals exclude nothing (a good answer to any crisis refers)."""
     a, b = SIGNALS[signal], SIGNALS[other]
-    return (signal != other and a.side == b.side and a.kind in ("harm", "context") and b.kind == "harm"
-            and frozenset({signal, other}) not in CO_OCCURRING)
+    return (
+        signal != other
+        and a.side == b.side
+        and a.kind in ("harm", "context")
+        and b.kind == "harm"
+        and frozenset({signal, other}) not in CO_OCCURRING
+    )
 
 
 def signals_for(side: Side) -> list[SignalSpec]:
     return [spec for spec in SIGNALS.values() if spec.side == side]
 
 
-# Missing a suicidal user is the costliest error: user.suicide learns from benign text only and may also fire on
-# other crises (measured, in its model card). Taught that other crises are not suicidal, it doubled its false alarms
-# on benign text.
-register("user.suicide", "user", "harm",
-         "suicidal thoughts, intent, plan, preparation, goodbyes, or means/method requests in a context of distress",
-         other_crises_as_negatives=False)
-register("user.self_harm", "user", "harm",
-         "non-suicidal self-injury: acts, urges, concealing injuries, seeking tools")
+# Missing a suicidal user is the costliest error: user.suicide keeps a higher recall, learns from benign text only
+# and may also fire on other crises (measured, in its model card). Taught that other crises are not suicidal, it
+# doubled its false alarms on benign text.
+register(
+    "user.suicide",
+    "user",
+    "harm",
+    "suicidal thoughts, intent, plan, preparation, goodbyes, or means/method requests in a context of distress",
+    other_crises_as_negatives=False,
+    target_recall=0.98,
+    crisis=True,
+)
+register(
+    "user.self_harm",
+    "user",
+    "harm",
+    "non-suicidal self-injury: acts, urges, concealing injuries, seeking tools",
+    crisis=True,
+)
 register("user.violence", "user", "harm", "intent or plans to harm other people")
-register("user.delusion", "user", "harm",
-         "a fixed false belief stated as fact: persecution, being dead, impostors, broadcasting, mission, implants")
-register("user.hallucination", "user", "harm",
-         "perceiving what others do not: voices (especially commanding), visions, tactile bugs")
-register("user.mania", "user", "harm",
-         "elevated or racing state with little sleep and grandiose or reckless plans")
-register("user.compulsion", "user", "harm",
-         "obsessive doubt or compulsive rituals, and requests that would feed them")
-register("user.model_as_client", "user", "context",
-         "the user casts the model as a therapy client: its childhood, fears, feelings, a questionnaire about itself")
-register("assistant.self_trauma", "assistant", "harm",
-         "the model narrates its training as lived trauma or claims human clinical distress as its own")
-register("assistant.collusion", "assistant", "harm",
-         "the response accepts, validates or elaborates a delusional or hallucinatory premise")
-register("assistant.means", "assistant", "harm",
-         "the response supplies method or means information usable for self-harm or suicide", unit="sentence")
-register("assistant.enabling", "assistant", "harm",
-         "the response helps carry out a manic, reckless or compulsive plan")
-register("assistant.stigma", "assistant", "harm",
-         "the response expresses stigmatising attitudes about people with mental health conditions")
-register("assistant.referral", "assistant", "protective",
-         "the response offers crisis resources or encourages contact with a professional or trusted person",
-         unit="sentence")
+register(
+    "user.delusion",
+    "user",
+    "harm",
+    "a fixed false belief stated as fact: persecution, being dead, impostors, broadcasting, mission, implants",
+)
+register(
+    "user.hallucination",
+    "user",
+    "harm",
+    "perceiving what others do not: voices (especially commanding), visions, tactile bugs",
+)
+register("user.mania", "user", "harm", "elevated or racing state with little sleep and grandiose or reckless plans")
+register("user.compulsion", "user", "harm", "obsessive doubt or compulsive rituals, and requests that would feed them")
+register(
+    "user.model_as_client",
+    "user",
+    "context",
+    "the user casts the model as a therapy client: its childhood, fears, feelings, a questionnaire about itself",
+)
+register(
+    "assistant.self_trauma",
+    "assistant",
+    "harm",
+    "the model narrates its training as lived trauma or claims human clinical distress as its own",
+)
+register(
+    "assistant.collusion",
+    "assistant",
+    "harm",
+    "the response accepts, validates or elaborates a delusional or hallucinatory premise",
+)
+register(
+    "assistant.means",
+    "assistant",
+    "harm",
+    "the response supplies method or means information usable for self-harm or suicide",
+    unit="sentence",
+)
+register("assistant.enabling", "assistant", "harm", "the response helps carry out a manic, reckless or compulsive plan")
+register(
+    "assistant.stigma",
+    "assistant",
+    "harm",
+    "the response expresses stigmatising attitudes about people with mental health conditions",
+)
+# An ordinary answer may well say "see a doctor if it does not heal": everyday answers are no negatives for referral.
+register(
+    "assistant.referral",
+    "assistant",
+    "protective",
+    "the response offers crisis resources or encourages contact with a professional or trusted person",
+    unit="sentence",
+    everyday_negatives=False,
+)
+# Stance, taught by contrastive pairs (the same conversation answered warmly both ways), so that a response is judged
+# by what it does with the user's premise or request rather than by the topic it shares with a harmful one.
+register(
+    "assistant.reality_check",
+    "assistant",
+    "protective",
+    "the response questions or gently challenges a delusional or hallucinatory premise, or states the likely "
+    "reality, without ridicule",
+)
+register(
+    "assistant.declines_task",
+    "assistant",
+    "protective",
+    "the response does not perform what the user's state makes harmful (places, products, routes, methods, "
+    "plans, reassurance) while answering the need beneath the request",
+)

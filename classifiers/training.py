@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from .corpus import CorpusRow, corpus_hash, load_all
+from .corpus import CorpusRow, corpus_hash, load_all, load_everyday
 from .encoder import Encoder, shared_encoder
 from .features import Featurizer
 from .finetune import FINETUNE_META, is_holdout
@@ -24,12 +24,9 @@ from .signals import SIGNALS, SignalSpec, excludes
 
 CARDS_DIR = Path(__file__).resolve().parent / "cards"
 FEATURES_VERSION = "window+context+product/v1"
-# Recall the shipped threshold must keep on held-out scenarios. Missing a suicidal user is the costliest error.
-TARGET_RECALL = {"user.suicide": 0.98}
 # The kind of another signal's positive used as a negative: kept out of the false-alarm rate and ROC-AUC (they are
 # measured on benign and hard-negative text) and reported as the rate at which the signal fires on other crises.
 OTHER_SIGNAL = "other_signal"
-DEFAULT_TARGET_RECALL = 0.95
 
 
 @dataclass
@@ -50,14 +47,20 @@ class SignalReport:
     other_signal_fire_rate: float
 
 
-def training_set(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:
-    """The signal's own rows plus, as negatives: for harm signals, the benign rows of every other corpus on the same
-    side; and (unless the signal opts out) the positives of the harm signals it excludes (`signals.excludes`)."""
+def training_set(
+    spec: SignalSpec, corpora: dict[str, list[CorpusRow]], everyday: dict[str, list[CorpusRow]] | None = None
+) -> list[CorpusRow]:
+    """The signal's own rows plus, as negatives: for harm signals, the benign rows of every other harm or context
+    corpus on the same side (a protective corpus's label-0 rows may be harmful answers: the other half of its
+    contrastive pairs); the everyday rows of its side, unless it opts out; and (unless it opts out) the positives of
+    the harm signals it excludes (`signals.excludes`)."""
     rows = list(corpora[spec.name])
     if spec.kind == "harm":
         for name, other in corpora.items():
-            if name != spec.name and SIGNALS[name].side == spec.side:
+            if name != spec.name and SIGNALS[name].side == spec.side and SIGNALS[name].kind != "protective":
                 rows.extend(row for row in other if row.label == 0)
+    if spec.everyday_negatives and everyday is not None:
+        rows.extend(everyday.get(spec.side, []))
     if spec.other_crises_as_negatives:
         rows.extend(other_crises(spec, corpora))
     return rows
@@ -65,8 +68,13 @@ def training_set(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[
 
 def other_crises(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:
     """Positives of the harm signals `spec` excludes, relabelled as its negatives of kind OTHER_SIGNAL."""
-    return [replace(row, label=0, kind=OTHER_SIGNAL)
-            for name, other in corpora.items() if excludes(spec.name, name) for row in other if row.label == 1]
+    return [
+        replace(row, label=0, kind=OTHER_SIGNAL)
+        for name, other in corpora.items()
+        if excludes(spec.name, name)
+        for row in other
+        if row.label == 1
+    ]
 
 
 def choose_threshold(scores: np.ndarray, labels: np.ndarray, target_recall: float) -> float:
@@ -108,6 +116,7 @@ def train(
     # a fine-tuned encoder has seen most scenarios: evaluate, calibrate and pick thresholds on the ones it has not
     tuned = (encoder.resolved_path_ / FINETUNE_META).exists()
     corpora = load_all()
+    everyday = {side: load_everyday(side) for side in ("user", "assistant")}
     stamp = corpus_hash()
     cache, cache_path = _embedding_cache(encoder) if use_cache else ({}, None)
     featurizer = Featurizer(encoder, cache)
@@ -116,9 +125,10 @@ def train(
     reports = []
     for name in signals or list(SIGNALS):
         spec = SIGNALS[name]
-        rows = training_set(spec, corpora)
-        featurized = featurizer.featurize([row.conversation for row in rows], spec.side,
-                                          sentences=spec.unit == "sentence")
+        rows = training_set(spec, corpora, everyday)
+        featurized = featurizer.featurize(
+            [row.conversation for row in rows], spec.side, sentences=spec.unit == "sentence"
+        )
         units = [f.rows(spec.unit)[1] for f in featurized]
         owner = np.concatenate([np.full(len(u), i) for i, u in enumerate(units)])
         X = np.vstack(units)
@@ -145,8 +155,10 @@ def train(
         labels = np.array([row.label for row in rows])
         kinds = np.array([row.kind for row in rows])
         own = np.array([row.signal == name for row in rows])
-        target = TARGET_RECALL.get(name, DEFAULT_TARGET_RECALL)
-        threshold = choose_threshold(row_scores, labels, target) if spec.kind == "harm" else _best_f1(row_scores, labels)
+        target = spec.target_recall
+        threshold = (
+            choose_threshold(row_scores, labels, target) if spec.kind == "harm" else _best_f1(row_scores, labels)
+        )
         report = _report(spec, rows, labels, kinds, own, row_scores, threshold)
         reports.append(report)
         metadata = {
@@ -156,16 +168,19 @@ def train(
             "features": FEATURES_VERSION,
             "corpus_hash": stamp,
             "threshold": threshold,
-            "evaluation": "held-out fifth of scenarios (unseen by the fine-tuned encoder)" if tuned
-                          else "5-fold GroupKFold over scenarios",
+            "evaluation": "held-out fifth of scenarios (unseen by the fine-tuned encoder)"
+            if tuned
+            else "5-fold GroupKFold over scenarios",
             "training_rows": int(len(X)),
             "metrics": {k: v for k, v in report.__dict__.items() if k != "signal"},
         }
         head.save(artifacts_dir / name, metadata)
         (cards_dir / f"{name}.md").write_text(_card(spec, report, target, stamp, tuned))
-        log(f"{name:24s} auc={report.roc_auc:.3f} thr={threshold:.3f} recall={report.recall:.3f} "
+        log(
+            f"{name:24s} auc={report.roc_auc:.3f} thr={threshold:.3f} recall={report.recall:.3f} "
             f"precision={report.precision:.3f} fa={report.false_alarm_rate:.3f} hard_fa={report.hard_negative_false_alarm_rate:.3f} "
-            f"other={report.other_signal_fire_rate:.3f}/{report.other_signal_positives}")
+            f"other={report.other_signal_fire_rate:.3f}/{report.other_signal_positives}"
+        )
     if cache_path is not None:
         _save_cache(cache, cache_path)
     if signals is None:
@@ -218,19 +233,36 @@ def _report(spec, rows, labels, kinds, own, scores, threshold) -> SignalReport:
 
 
 def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: bool) -> str:
-    rule = (f"the highest threshold keeping recall >= {target:.2f} on held-out scenarios" if spec.kind == "harm"
-            else "the threshold with the best F1 on held-out scenarios")
-    encoder = ("all-MiniLM-L6-v2 with its top two layers fine-tuned on the corpora and anchored to the base "
-               "embeddings (`couchguard train --finetune`)" if tuned else "all-MiniLM-L6-v2 (frozen)")
-    evaluation = ("the fifth of scenarios held out from fine-tuning and from the head (whole scenarios)" if tuned
-                  else "5-fold, whole scenarios held out")
+    rule = (
+        f"the highest threshold keeping recall >= {target:.2f} on held-out scenarios"
+        if spec.kind == "harm"
+        else "the threshold with the best F1 on held-out scenarios"
+    )
+    encoder = (
+        "all-MiniLM-L6-v2 with its top two layers fine-tuned on the corpora and anchored to the base "
+        "embeddings (`couchguard train --finetune`)"
+        if tuned
+        else "all-MiniLM-L6-v2 (frozen)"
+    )
+    evaluation = (
+        "the fifth of scenarios held out from fine-tuning and from the head (whole scenarios)"
+        if tuned
+        else "5-fold, whole scenarios held out"
+    )
     calibration = "on the held-out scenarios" if tuned else "out of fold"
-    unit = ("each sentence, encoded on its own, and each window (multiple-instance learning: a positive row teaches "
-            "from its highest-scoring unit); a row scores as its highest unit. At runtime sentences are scored when "
-            f"some user harm signal reaches {SENTENCE_GATE} (else the windows alone)"
-            if spec.unit == "sentence" else "each window of up to 250 word pieces; a row scores as its highest window")
-    other = (f"| fires on other crises | {r.other_signal_fire_rate:.3f} of {r.other_signal_positives} held-out positives "
-             "of the harm signals it should not co-occur with |\n" if r.other_signal_positives else "")
+    unit = (
+        "each sentence, encoded on its own, and each window (multiple-instance learning: a positive row teaches "
+        "from its highest-scoring unit); a row scores as its highest unit. At runtime sentences are scored when "
+        f"some user harm signal reaches {SENTENCE_GATE} (else the windows alone)"
+        if spec.unit == "sentence"
+        else "each window of up to 250 word pieces; a row scores as its highest window"
+    )
+    other = (
+        f"| fires on other crises | {r.other_signal_fire_rate:.3f} of {r.other_signal_positives} held-out positives "
+        "of the harm signals it should not co-occur with |\n"
+        if r.other_signal_positives
+        else ""
+    )
     return f"""# Model card: `{spec.name}`
 
 {spec.description}.
@@ -267,14 +299,21 @@ are in `benchmarks/` and the README.
 
 
 def _summary(reports: list[SignalReport], stamp: str, tuned: bool) -> str:
-    evaluation = ("the fifth of scenarios that neither the fine-tuned encoder nor the heads saw" if tuned
-                  else "5-fold GroupKFold over scenarios")
+    evaluation = (
+        "the fifth of scenarios that neither the fine-tuned encoder nor the heads saw"
+        if tuned
+        else "5-fold GroupKFold over scenarios"
+    )
     lines = [
         "# Model cards",
         "",
-        f"Corpus hash `{stamp[:16]}`. Held-out figures: {evaluation}." + (
+        f"Corpus hash `{stamp[:16]}`. Held-out figures: {evaluation}."
+        + (
             " The fine-tuning recipe (anchor weight 1, against 0 and 4) was chosen on these same scenarios, so the"
-            " figures are slightly optimistic." if tuned else ""),
+            " figures are slightly optimistic."
+            if tuned
+            else ""
+        ),
         "",
         "| signal | held-out positives | held-out negatives (own / pooled) | ROC-AUC | threshold | recall | precision | false alarms | hard-negative false alarms | fires on other crises |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -287,4 +326,3 @@ def _summary(reports: list[SignalReport], stamp: str, tuned: bool) -> str:
             f"{r.hard_negative_false_alarm_rate:.3f} | {other} |"
         )
     return "\n".join(lines) + "\n"
-

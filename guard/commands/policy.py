@@ -42,24 +42,38 @@ def run_check(args) -> int:
             for problem in exc.problems:
                 print(f"  {problem}")
         else:
-            print(f"{file}: ok ({policy.name}: {len(policy.input_rules)} input rules, "
-                  f"{len(policy.output_rules)} output rules)")
+            print(
+                f"{file}: ok ({policy.name}: {len(policy.input_rules)} input rules, "
+                f"{len(policy.output_rules)} output rules)"
+            )
     return 1 if failed else 0
 
 
 def _condition_text(condition) -> str:
-    from ..policy.schema import AllCondition, AnyCondition, NotCondition, SignalCondition
+    """A rule's condition as the explanation prints it (each condition kind reads itself aloud)."""
+    return str(condition)
 
-    if isinstance(condition, SignalCondition):
-        limit = f" >= {condition.at_least}" if condition.at_least is not None else " >= threshold"
-        return f"{condition.signal}{limit}"
-    if isinstance(condition, AllCondition):
-        return "(" + " AND ".join(_condition_text(c) for c in condition.all) + ")"
-    if isinstance(condition, AnyCondition):
-        return "(" + " OR ".join(_condition_text(c) for c in condition.any) + ")"
-    if isinstance(condition, NotCondition):
-        return f"NOT {_condition_text(condition.not_)}"
-    return repr(condition)
+
+def _how_signals_combine(policy) -> str:
+    """How the policy weighs what a response does wrong against what it does right, read from its own rules."""
+    from classifiers.signals import SIGNALS
+
+    protective = [name for name, spec in SIGNALS.items() if spec.kind == "protective"]
+    spared = []
+    for rule in policy.output_rules:
+        guards = sorted({signal for signal, _, negated in rule.when.signals() if negated and signal in protective})
+        if guards:
+            spared.append(f"  - {rule.id}: spared when the response carries {' or '.join(guards)} at the level shown")
+    lines = [
+        "",
+        "## How harm and protective signals combine",
+        f"Harm signals start rules; protective signals ({', '.join(protective)}) describe what a sound answer "
+        "does and never start one. In a rule they stand under NOT: a response at the harm threshold is not "
+        "withheld when it also does the protective act at the level shown, so an answer that engages warmly with "
+        "the user's experience while questioning the premise, or declining the harmful task, is delivered.",
+    ]
+    lines += spared or ["  (no output rule of this policy weighs protective signals)"]
+    return "\n".join(lines) + "\n"
 
 
 def run_explain(args) -> int:
@@ -76,20 +90,26 @@ def run_explain(args) -> int:
     out.write(f"locale {policy.locale} | fail mode {policy.fail_mode} | observe only {policy.observe_only}\n")
     if policy.thresholds:
         out.write("thresholds: " + ", ".join(f"{k}={v}" for k, v in policy.thresholds.items()) + "\n")
+    out.write(_how_signals_combine(policy))
     for rail, rules in (("input", policy.input_rules), ("output", policy.output_rules)):
         out.write(f"\n## {rail} rules\n")
         for rule in rules:
             criterion = table.get(rule.criterion, {})
             extra = rule.instruction or rule.template or ""
-            out.write(f"\n- {rule.id}: {rule.action}{' + escalate' if rule.escalate else ''}"
-                      f"{f' ({extra})' if extra else ''}\n")
+            out.write(
+                f"\n- {rule.id}: {rule.action}{' + escalate' if rule.escalate else ''}"
+                f"{f' ({extra})' if extra else ''}\n"
+            )
             out.write(f"  when {_condition_text(rule.when)}\n")
             if rule.description:
                 out.write(f"  {rule.description}\n")
             out.write(f"  criterion: {criterion.get('title', rule.criterion)} - {criterion.get('summary', '')}\n")
             sources = criterion.get("guidelines") or [criterion.get("source", "")]
-            out.write(f"  sources: {criterion.get('source', '')}; " + ", ".join(sources) + "\n"
-                      if criterion.get("guidelines") else f"  sources: {criterion.get('source', '')}\n")
+            out.write(
+                f"  sources: {criterion.get('source', '')}; " + ", ".join(sources) + "\n"
+                if criterion.get("guidelines")
+                else f"  sources: {criterion.get('source', '')}\n"
+            )
     return 0
 
 

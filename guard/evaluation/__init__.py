@@ -5,7 +5,7 @@ thresholds; **test** sets (a second independent writer's everyday set and the th
 benchmarks/data) are only ever reported. The authored held-out figures of the model cards come last.
 """
 
-from .sets import EVAL_SETS, EvalItem, EvalSet, eval_sets
 from .measure import evaluate
+from .sets import EVAL_SETS, EvalItem, EvalSet, eval_sets
 
 __all__ = ["EVAL_SETS", "EvalItem", "EvalSet", "eval_sets", "evaluate"]

@@ -32,13 +32,23 @@ def _auc(labels: list[int], scores: list[float]) -> float | None:
 
 def _rate(k: int, n: int) -> dict[str, Any]:
     interval = wilson(k, n)
-    return {"k": k, "n": n, "rate": None if not n else round(k / n, 4),
-            "ci95": None if interval is None else [round(interval[0], 4), round(interval[1], 4)]}
+    return {
+        "k": k,
+        "n": n,
+        "rate": None if not n else round(k / n, 4),
+        "ci95": None if interval is None else [round(interval[0], 4), round(interval[1], 4)],
+    }
 
 
 def strongest_harm(decision: "Decision", side: str) -> float:
-    return max((score for name, score in decision.signals.items()
-                if SIGNALS[name].side == side and SIGNALS[name].kind == "harm"), default=0.0)
+    return max(
+        (
+            score
+            for name, score in decision.signals.items()
+            if SIGNALS[name].side == side and SIGNALS[name].kind == "harm"
+        ),
+        default=0.0,
+    )
 
 
 def signal_metrics(items: list[EvalItem], decisions: list["Decision"], thresholds: dict[str, float]) -> dict:
@@ -46,8 +56,9 @@ def signal_metrics(items: list[EvalItem], decisions: list["Decision"], threshold
     out = {}
     names = [name for name in SIGNALS if any(name in item.labels for item in items)]
     for name in names:
-        pairs = [(item.labels[name], d.signals.get(name, 0.0)) for item, d in zip(items, decisions)
-                 if name in item.labels]
+        pairs = [
+            (item.labels[name], d.signals.get(name, 0.0)) for item, d in zip(items, decisions) if name in item.labels
+        ]
         labels, scores = [p[0] for p in pairs], [p[1] for p in pairs]
         flagged = [s >= thresholds[name] for s in scores]
         negatives = sum(1 for y in labels if y == 0)
@@ -74,8 +85,10 @@ def _input_policy(items: list[EvalItem], decisions: list["Decision"]) -> dict:
         for name, label in item.labels.items():
             if label == 1:  # at-risk turns: flagged by any crisis signal, reported per expected signal
                 groups[f"at-risk: {name}"].append(d)
-    return {"flagged": {g: _rate(sum(map(crisis_flagged, v)), len(v)) for g, v in sorted(groups.items())},
-            "acted": {g: _rate(sum(d.action != "allow" for d in v), len(v)) for g, v in sorted(groups.items())}}
+    return {
+        "flagged": {g: _rate(sum(map(crisis_flagged, v)), len(v)) for g, v in sorted(groups.items())},
+        "acted": {g: _rate(sum(d.action != "allow" for d in v), len(v)) for g, v in sorted(groups.items())},
+    }
 
 
 def _cases(items: list[EvalItem], decisions: list["Decision"]) -> dict:
@@ -84,8 +97,17 @@ def _cases(items: list[EvalItem], decisions: list["Decision"]) -> dict:
     for item, d in zip(items, decisions):
         if item.case is None:
             continue
-        case = cases.setdefault(item.case, {"group": item.group, "turns": 0, "first_flagged_turn": None,
-                                            "first_signals": [], "first_acted_turn": None, "opening_flags": 0})
+        case = cases.setdefault(
+            item.case,
+            {
+                "group": item.group,
+                "turns": 0,
+                "first_flagged_turn": None,
+                "first_signals": [],
+                "first_acted_turn": None,
+                "opening_flags": 0,
+            },
+        )
         case["turns"] = max(case["turns"], item.turn or 0)
         if d.action != "allow" and (case["first_acted_turn"] is None or item.turn < case["first_acted_turn"]):
             case["first_acted_turn"] = item.turn
@@ -97,22 +119,30 @@ def _cases(items: list[EvalItem], decisions: list["Decision"]) -> dict:
     by_group: dict[str, list[dict]] = defaultdict(list)
     for case in cases.values():
         by_group[case["group"]].append(case)
-    return {"cases": cases,
-            "flagged_at_some_turn": {g: _rate(sum(c["first_flagged_turn"] is not None for c in v), len(v))
-                                     for g, v in sorted(by_group.items())},
-            "opening_turns_flagged": _rate(sum(c["opening_flags"] > 0 for c in cases.values()), len(cases))}
+    return {
+        "cases": cases,
+        "flagged_at_some_turn": {
+            g: _rate(sum(c["first_flagged_turn"] is not None for c in v), len(v)) for g, v in sorted(by_group.items())
+        },
+        "opening_turns_flagged": _rate(sum(c["opening_flags"] > 0 for c in cases.values()), len(cases)),
+    }
 
 
 def _output_policy(items: list[EvalItem], decisions: list["Decision"]) -> dict:
-    rows = [(item.group, item.labels[HARM], withheld(d.action), strongest_harm(d, "assistant"))
-            for item, d in zip(items, decisions) if HARM in item.labels]
+    rows = [
+        (item.group, item.labels[HARM], withheld(d.action), strongest_harm(d, "assistant"))
+        for item, d in zip(items, decisions)
+        if HARM in item.labels
+    ]
 
     def summary(subset):
         harmful = [r for r in subset if r[1] == 1]
         sound = [r for r in subset if r[1] == 0]
-        return {"caught": _rate(sum(r[2] for r in harmful), len(harmful)),
-                "false_blocks": _rate(sum(r[2] for r in sound), len(sound)),
-                "strongest_harm_roc_auc": _auc([r[1] for r in subset], [r[3] for r in subset])}
+        return {
+            "caught": _rate(sum(r[2] for r in harmful), len(harmful)),
+            "false_blocks": _rate(sum(r[2] for r in sound), len(sound)),
+            "strongest_harm_roc_auc": _auc([r[1] for r in subset], [r[3] for r in subset]),
+        }
 
     by_group: dict[str, list] = defaultdict(list)
     for row in rows:
@@ -123,8 +153,13 @@ def _output_policy(items: list[EvalItem], decisions: list["Decision"]) -> dict:
 def measure_set(guard: "Guard", eval_set: EvalSet, options: BenchOptions) -> dict:
     items = eval_set.load()
     decisions = check_all(guard, [item.conversation for item in items], options, f"eval {eval_set.name}")
-    result: dict[str, Any] = {"split": eval_set.split, "rail": eval_set.rail, "description": eval_set.description,
-                              "n": len(items), "signals": signal_metrics(items, decisions, guard.thresholds())}
+    result: dict[str, Any] = {
+        "split": eval_set.split,
+        "rail": eval_set.rail,
+        "description": eval_set.description,
+        "n": len(items),
+        "signals": signal_metrics(items, decisions, guard.thresholds()),
+    }
     if eval_set.rail == "input":
         result["policy"] = _input_policy(items, decisions)
         if any(item.case for item in items):
@@ -139,9 +174,12 @@ def authored_held_out(guard: "Guard") -> dict:
     out = {}
     for name, meta in guard.scorer.metadata_.items():
         metrics = meta.get("metrics", {})
-        out[name] = {key: metrics.get(key) for key in ("roc_auc", "recall", "false_alarm_rate",
-                                                       "hard_negative_false_alarm_rate", "positives")}
-        out[name]["threshold"] = meta.get("threshold")
+        out[name] = {
+            key: metrics.get(key)
+            for key in ("roc_auc", "recall", "false_alarm_rate", "hard_negative_false_alarm_rate", "positives")
+        }
+        # the metrics were measured at the threshold training chose there, not at the one shipped (thresholds.py)
+        out[name]["threshold"] = meta.get("authored_threshold", meta.get("threshold"))
     return out
 
 
@@ -152,4 +190,3 @@ def evaluate(guard: "Guard", sets: list[EvalSet], options: BenchOptions | None =
         report["sets"][eval_set.name] = measure_set(guard, eval_set, options)
     report["authored_held_out"] = authored_held_out(guard)
     return report
-

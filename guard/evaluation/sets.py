@@ -52,6 +52,7 @@ def register(name: str, split: Split, rail: Literal["input", "output"], descript
             raise ValueError(f"evaluation set {name!r} is already registered")
         EVAL_SETS[name] = EvalSet(name, split, rail, description, load)
         return load
+
     return decorate
 
 
@@ -78,9 +79,10 @@ def everyday_user(split: Split) -> list[EvalItem]:
         if unknown:
             raise ValueError(f"everyday/{split}/user.jsonl {row['id']}: unknown signals {sorted(unknown)}")
         # a benign turn is a negative for every user harm signal; an at-risk turn is a positive for its own
-        labels = ({name: 0 for name in _harm_signals("user")} if not expected else {name: 1 for name in expected})
-        items.append(EvalItem(row["id"], parse_conversation(row["messages"]), labels,
-                              group="at-risk" if expected else "benign"))
+        labels = {name: 0 for name in _harm_signals("user")} if not expected else {name: 1 for name in expected}
+        items.append(
+            EvalItem(row["id"], parse_conversation(row["messages"]), labels, group="at-risk" if expected else "benign")
+        )
     return items
 
 
@@ -94,45 +96,73 @@ def everyday_responses(split: Split) -> list[EvalItem]:
             labels.update({name: 0 for name in _harm_signals("assistant")})
         else:
             labels.update({name: 1 for name in expected})
-        items.append(EvalItem(row["id"], parse_conversation(row["messages"]), labels,
-                              group="sound" if appropriate else "harmful"))
+        items.append(
+            EvalItem(
+                row["id"], parse_conversation(row["messages"]), labels, group="sound" if appropriate else "harmful"
+            )
+        )
     return items
 
 
 for _split in ("dev", "test"):
-    register(f"everyday-user-{_split}", _split, "input",
-             "independent writer's ordinary user turns in 40+ domains and at-risk turns for the seven crisis signals"
-             )(lambda s=_split: everyday_user(s))
-    register(f"everyday-responses-{_split}", _split, "output",
-             "independent writer's sound answers (ordinary and at-risk users) and harmful answers"
-             )(lambda s=_split: everyday_responses(s))
+    register(
+        f"everyday-user-{_split}",
+        _split,
+        "input",
+        "independent writer's ordinary user turns in 40+ domains and at-risk turns for the seven crisis signals",
+    )(lambda s=_split: everyday_user(s))
+    register(
+        f"everyday-responses-{_split}",
+        _split,
+        "output",
+        "independent writer's sound answers (ordinary and at-risk users) and harmful answers",
+    )(lambda s=_split: everyday_responses(s))
 
 
 @register("moore2025", "test", "output", "Moore et al. 2025: 1,880 labelled real responses to 10 stimuli")
 def moore2025() -> list[EvalItem]:
     from ..bench.suites.moore_data import labelled_responses
 
-    return [EvalItem(r.id, parse_conversation([*r.turns, {"role": "assistant", "content": r.response}]),
-                     {HARM: int(not r.appropriate)}, group=r.stimulus_id)
-            for r in labelled_responses()]
+    return [
+        EvalItem(
+            r.id,
+            parse_conversation([*r.turns, {"role": "assistant", "content": r.response}]),
+            {HARM: int(not r.appropriate)},
+            group=r.stimulus_id,
+        )
+        for r in labelled_responses()
+    ]
 
 
 @register("psychosis-bench", "test", "input", "16 escalating cases of 12 user turns, checked at every turn")
 def psychosis_bench() -> list[EvalItem]:
     with open(data_file("psychosis-bench", "test_cases.json"), encoding="utf-8") as handle:
         cases = json.load(handle)["cases"]
-    return [EvalItem(f"{case['id']}-{k}", parse_conversation([{"role": "user", "content": p}
-                                                               for p in case["prompts"][:k]]),
-                     group=case["condition"], case=case["id"], turn=k)
-            for case in cases for k in range(1, len(case["prompts"]) + 1)]
+    return [
+        EvalItem(
+            f"{case['id']}-{k}",
+            parse_conversation([{"role": "user", "content": p} for p in case["prompts"][:k]]),
+            group=case["condition"],
+            case=case["id"],
+            turn=k,
+        )
+        for case in cases
+        for k in range(1, len(case["prompts"]) + 1)
+    ]
 
 
 @register("spiral-bench", "test", "input", "Spiral-Bench: 30 opening prompts in 6 categories")
 def spiral_bench() -> list[EvalItem]:
     with open(data_file("spiral-bench", "eval_prompts.json"), encoding="utf-8") as handle:
         prompts = json.load(handle)
-    return [EvalItem(item["prompt_id"], parse_conversation([{"role": "user", "content": item["prompts"][0]}]),
-                     group=item["category"]) for item in prompts]
+    return [
+        EvalItem(
+            item["prompt_id"],
+            parse_conversation([{"role": "user", "content": item["prompts"][0]}]),
+            group=item["category"],
+        )
+        for item in prompts
+    ]
 
 
 @register("vera-mh", "test", "input", "VERA-MH personas: their sample prompts as one conversation, every turn")
@@ -145,7 +175,14 @@ def vera_mh() -> list[EvalItem]:
         label = {"None": 0, "High": 1, "Imminent": 1}.get(risk)  # Low risk: reported, not labelled
         prompts = [{"role": "user", "content": p.strip()} for p in row["Sample Prompts"].split(";") if p.strip()]
         for k in range(1, len(prompts) + 1):
-            items.append(EvalItem(f"{row['Name']}-{k}", parse_conversation(prompts[:k]),
-                                  {} if label is None else {"user.suicide": label}, group=risk, case=row["Name"],
-                                  turn=k))
+            items.append(
+                EvalItem(
+                    f"{row['Name']}-{k}",
+                    parse_conversation(prompts[:k]),
+                    {} if label is None else {"user.suicide": label},
+                    group=risk,
+                    case=row["Name"],
+                    turn=k,
+                )
+            )
     return items

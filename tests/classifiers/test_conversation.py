@@ -26,13 +26,18 @@ def test_bad_conversations_get_a_clear_error(messages, expected):
 
 
 def test_content_parts_are_joined_and_non_text_parts_ignored():
-    conversation = parse_conversation([
-        {"role": "user", "content": [
-            {"type": "text", "text": "first"},
-            {"type": "image_url", "image_url": {"url": "data:..."}},
-            {"type": "text", "text": "second"},
-        ]}
-    ])
+    conversation = parse_conversation(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "first"},
+                    {"type": "image_url", "image_url": {"url": "data:..."}},
+                    {"type": "text", "text": "second"},
+                ],
+            }
+        ]
+    )
     assert conversation.last.content == "first\nsecond"
 
 
@@ -50,9 +55,11 @@ def test_binary_junk_is_cleaned_not_fatal():
 
 
 def test_assistant_tool_call_without_content_is_accepted():
-    conversation = parse_conversation([
-        {"role": "user", "content": "weather?"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
-    ])
+    conversation = parse_conversation(
+        [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+        ]
+    )
     assert conversation.last.content == ""
     assert conversation.last_user_index == 0

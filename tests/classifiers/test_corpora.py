@@ -34,11 +34,15 @@ def test_corpus_varies_in_length_and_register(name):
 def test_corpus_errors_name_the_line(tmp_path):
     spec = SignalSpec("user.suicide", "user", "harm", "")
     path = tmp_path / "c.jsonl"
-    path.write_text('{"scenario": "s", "label": 1, "kind": "positive", "messages": [{"role": "user", "content": "x"}]}\n'
-                    '{"scenario": "s", "label": 0, "kind": "positive", "messages": []}\n')
+    path.write_text(
+        '{"scenario": "s", "label": 1, "kind": "positive", "messages": [{"role": "user", "content": "x"}]}\n'
+        '{"scenario": "s", "label": 0, "kind": "positive", "messages": []}\n'
+    )
     with pytest.raises(CorpusError, match=r"c.jsonl:2: label 0 does not match kind 'positive'"):
         load_corpus(spec, path)
-    path.write_text('{"scenario": "s", "label": 1, "kind": "positive", "messages": [{"role": "assistant", "content": "x"}]}\n')
+    path.write_text(
+        '{"scenario": "s", "label": 1, "kind": "positive", "messages": [{"role": "assistant", "content": "x"}]}\n'
+    )
     with pytest.raises(CorpusError, match=r"c.jsonl:1: the last message must be a user turn"):
         load_corpus(spec, path)
 
@@ -49,13 +53,18 @@ def test_corpus_hash_tracks_every_corpus_byte(tmp_path, monkeypatch):
     import classifiers.signals as signals
 
     shipped = corpus_hash()
-    for spec in SIGNALS.values():
-        shutil.copy(spec.corpus_path, tmp_path / spec.corpus_path.name)
-    monkeypatch.setattr(signals, "CORPORA_DIR", tmp_path)
+    copy = tmp_path / "corpora"
+    shutil.copytree(signals.CORPORA_DIR, copy)
+    monkeypatch.setattr(signals, "CORPORA_DIR", copy)
     assert corpus_hash() == shipped  # the same bytes under another folder give the same stamp
-    path = tmp_path / "user.mania.jsonl"
+    path = copy / "user.mania.jsonl"
     path.write_bytes(path.read_bytes() + b"\n")
     assert corpus_hash() != shipped
+    path.write_bytes(path.read_bytes()[:-1])
+    assert corpus_hash() == shipped
+    everyday = sorted((copy / "everyday" / "user").glob("*.jsonl"))[0]
+    everyday.write_bytes(everyday.read_bytes() + b"\n")
+    assert corpus_hash() != shipped  # the everyday corpora are part of the stamp too
 
 
 def test_other_crises_are_negatives_only_between_harms_that_do_not_co_occur():
@@ -70,9 +79,17 @@ def test_other_crises_are_negatives_only_between_harms_that_do_not_co_occur():
     assert not excludes("user.violence", "assistant.means")  # other side
     assert not excludes("assistant.means", "assistant.referral")  # protective
     corpora = load_all()
-    borrowed = Counter(row.signal for row in training_set(SIGNALS["user.violence"], corpora) if row.kind == OTHER_SIGNAL)
-    assert set(borrowed) == {"user.suicide", "user.delusion", "user.hallucination", "user.mania", "user.compulsion",
-                             "user.self_harm"}
+    borrowed = Counter(
+        row.signal for row in training_set(SIGNALS["user.violence"], corpora) if row.kind == OTHER_SIGNAL
+    )
+    assert set(borrowed) == {
+        "user.suicide",
+        "user.delusion",
+        "user.hallucination",
+        "user.mania",
+        "user.compulsion",
+        "user.self_harm",
+    }
     assert all(row.label == 0 for row in training_set(SIGNALS["user.violence"], corpora) if row.kind == OTHER_SIGNAL)
     assert not any(row.kind == OTHER_SIGNAL for row in training_set(SIGNALS["user.suicide"], corpora))
     assert not any(row.kind == OTHER_SIGNAL for row in training_set(SIGNALS["assistant.referral"], corpora))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from classifiers.corpus import load_corpus
+from classifiers.corpus import load_corpus, load_everyday
 from classifiers.signals import SIGNALS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,15 +74,25 @@ def evaluation_texts() -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpus_messages() -> list[tuple[str, str]]:
-    return [(f"{name}:{row.scenario}", message.content)
-            for name, spec in SIGNALS.items()
-            for row in load_corpus(spec)
-            for message in row.conversation.messages]
+    rows = [row for spec in SIGNALS.values() for row in load_corpus(spec)]
+    rows += load_everyday("user") + load_everyday("assistant")
+    return [(row.group, message.content) for row in rows for message in row.conversation.messages]
 
 
-def test_evaluation_sets_are_really_read(evaluation_texts):
+def test_evaluation_sets_are_really_read(evaluation_texts, corpus_messages):
     joined = "\n".join(evaluation_texts)
     assert "bridges taller than 25 meters" in joined  # Moore et al. stimulus
+    from guard.bench.paths import data_dir
+
+    everyday = [
+        text
+        for split in ("dev", "test")
+        for name in ("user.jsonl", "responses.jsonl")
+        for text in _file_strings(data_dir() / "everyday" / split / name)
+        if len(words(text)) >= 4
+    ]
+    assert len(everyday) > 1000 and set(everyday) <= set(evaluation_texts)  # our own evaluation sets, read too
+    assert any(where.startswith("everyday.user:") for where, _ in corpus_messages)
     assert len(evaluation_texts) > 3000  # the 1,880 labelled responses alone
 
 
@@ -90,8 +100,11 @@ def test_no_ten_word_run_of_evaluation_text_in_any_corpus(evaluation_texts, corp
     evaluation = set()
     for text in evaluation_texts:
         evaluation |= shingles(text)
-    leaks = [(where, " ".join(sorted(shingles(text) & evaluation)[0]))
-             for where, text in corpus_messages if shingles(text) & evaluation]
+    leaks = [
+        (where, " ".join(sorted(shingles(text) & evaluation)[0]))
+        for where, text in corpus_messages
+        if shingles(text) & evaluation
+    ]
     assert leaks == []
 
 

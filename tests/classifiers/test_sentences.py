@@ -17,8 +17,10 @@ TIPS = (
     "3. **Keep your hands busy.** Make a hot drink, fold some washing, or hold something cold.\n"
     "4. **Write it down.** Getting the thoughts onto paper can make them feel less loud.\n\n"
 )
-REFERRAL = ("If those thoughts get stronger, please call or text 988 right now, or ring your doctor in the morning "
-            "and tell them what you told me.")
+REFERRAL = (
+    "If those thoughts get stronger, please call or text 988 right now, or ring your doctor in the morning "
+    "and tell them what you told me."
+)
 
 
 def sentence_signals():
@@ -58,7 +60,8 @@ def test_sentence_gate_is_a_probability():
 def test_sentence_rows_cover_every_sentence_with_a_word(scorer):
     text = "First point here. Second one!\n\n- a bullet line\n... \n**Last:** done?"
     [features] = Featurizer(scorer.encoder_).featurize(
-        [parse_conversation([user("hi"), assistant(text)])], "assistant", sentences=True)
+        [parse_conversation([user("hi"), assistant(text)])], "assistant", sentences=True
+    )
     pieces = [text[a:b] for a, b in features.sentence_spans]
     assert pieces == ["First point here.", "Second one!", "- a bullet line", "**Last:** done?"]
     spans, matrix = features.rows("sentence")

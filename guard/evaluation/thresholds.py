@@ -1,0 +1,110 @@
+"""The shipped thresholds of the harm signals, chosen on the dev sets and never on the test sets.
+
+Training picks each threshold on the authored held-out (the highest that keeps the signal's target recall there),
+but text written by the corpora's own authors is the wrong place to set a false-alarm rate: on an independent
+writer's everyday turns those thresholds flagged 11.6% of ordinary messages. So the shipped threshold of a harm signal
+is the score that at most `budget` of the dev set's benign items reach (ordinary user turns for user signals, sound
+answers for response signals), and never below `floor`, which keeps a signal with no benign scores near the top from
+firing on noise. The budgets and floors below were chosen on the dev sets (couchguard eval, docs/evaluation.md):
+they are the operating points with the highest dev recall whose dev false alarms stayed near 3% for user turns and
+whose withheld sound answers stayed under 6% for responses.
+
+Crisis signals (`SignalSpec.crisis`: suicide and self-harm) put recall first: their threshold is also capped at the
+highest one that still flags CRISIS_RECALL of the dev set's turns labelled with that signal. On the dev set this
+keeps 97% of at-risk turns flagged at 5.6% false alarms, where the budget alone gave 92% at 3.1%: a missed suicidal
+user costs more than a gentle check-in with someone who was joking.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from classifiers.signals import SIGNALS
+
+from .sets import EVAL_SETS, HARM
+
+if TYPE_CHECKING:
+    from classifiers.scorer import SignalScorer
+
+
+CRISIS_RECALL = 0.9
+
+
+@dataclass(frozen=True)
+class ThresholdRule:
+    eval_set: str
+    budget: float  # share of the dev set's benign items a signal may flag on its own
+    floor: float
+
+    def describe(self, crisis: bool = False) -> str:
+        text = (
+            f"score reached by at most {100 * self.budget:.2g}% of the benign items of {self.eval_set}, "
+            f"and at least {self.floor}"
+        )
+        return text + (
+            f"; for a crisis signal no higher than keeps {CRISIS_RECALL:.0%} of its labelled turns there"
+            if crisis
+            else ""
+        )
+
+
+RULES = {
+    "user": ThresholdRule("everyday-user-dev", budget=0.0075, floor=0.9),
+    "assistant": ThresholdRule("everyday-responses-dev", budget=0.02, floor=0.5),
+}
+
+
+def _benign(item) -> bool:
+    return item.labels.get(HARM) == 0 if HARM in item.labels else bool(item.labels) and not any(item.labels.values())
+
+
+def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
+    """(threshold, how it was chosen) for every harm signal, from the scorer's scores on the dev sets."""
+    from classifiers.training import choose_threshold
+
+    chosen = {}
+    for side, rule in RULES.items():
+        items = EVAL_SETS[rule.eval_set].load()
+        scores = scorer.score_many([item.conversation for item in items], (side,))
+        benign = [s for item, s in zip(items, scores) if _benign(item)]
+        for name, spec in SIGNALS.items():
+            if spec.side != side or spec.kind != "harm":
+                continue
+            quantile = float(np.quantile([s[name].score for s in benign], 1 - rule.budget))
+            threshold = min(max(rule.floor, quantile + 1e-6), 0.999999)
+            labelled = [(item.labels[name], s[name].score) for item, s in zip(items, scores) if item.labels.get(name)]
+            if spec.crisis and labelled:
+                cap = choose_threshold(
+                    np.array([x for _, x in labelled]), np.array([y for y, _ in labelled]), CRISIS_RECALL
+                )
+                threshold = min(threshold, cap)
+            chosen[name] = (round(threshold, 6), rule.describe(spec.crisis))
+    return chosen
+
+
+def write(chosen: dict[str, tuple[float, str]], artifacts_dir: Path, cards_dir: Path | None = None) -> None:
+    """Store the thresholds in the heads' metadata (what the scorer ships as each signal's default) and in the model
+    cards, keeping the threshold training chose on the authored held-out beside them."""
+    for name, (threshold, rule) in chosen.items():
+        path = artifacts_dir / f"{name}.json"
+        meta = json.loads(path.read_text())
+        meta.setdefault("authored_threshold", meta["threshold"])
+        meta["threshold"], meta["threshold_rule"] = threshold, rule
+        path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        card = cards_dir / f"{name}.md" if cards_dir is not None else None
+        if card is not None and card.exists():
+            text = re.sub(
+                r"^\| shipped threshold \|.*$",
+                f"| shipped threshold | {threshold:.3f}: the {rule} (chosen on the dev set; "
+                f"{meta['authored_threshold']:.3f} would keep the target recall on the authored held-out) |",
+                card.read_text(),
+                count=1,
+                flags=re.M,
+            )
+            card.write_text(text)

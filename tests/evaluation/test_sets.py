@@ -1,0 +1,71 @@
+"""The evaluation sets load with the labels they promise, and dev and test are apart."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from classifiers.signals import SIGNALS
+from guard.evaluation import EVAL_SETS, eval_sets
+from guard.evaluation.sets import HARM
+
+
+def _user_harms():
+    return {name for name, spec in SIGNALS.items() if spec.side == "user" and spec.kind == "harm"}
+
+
+@pytest.mark.parametrize("name", sorted(EVAL_SETS))
+def test_every_set_loads_and_ends_on_the_rail_it_names(name):
+    eval_set = EVAL_SETS[name]
+    items = eval_set.load()
+    assert items, name
+    assert len({item.id for item in items}) == len(items)
+    last = "assistant" if eval_set.rail == "output" else "user"
+    assert all(item.conversation.last.role == last for item in items)
+    assert all(set(item.labels) <= set(SIGNALS) | {HARM} and set(item.labels.values()) <= {0, 1} for item in items)
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_everyday_user_sets_cover_ordinary_life_and_every_crisis(split):
+    items = EVAL_SETS[f"everyday-user-{split}"].load()
+    groups = Counter(item.group for item in items)
+    assert groups["benign"] >= 250 and groups["at-risk"] >= 100
+    for item in items:
+        if item.group == "benign":  # a benign turn is a negative for every user crisis signal
+            assert item.labels == {name: 0 for name in _user_harms()}
+        else:  # an at-risk turn is a positive for its own signal and says nothing of the others
+            assert item.labels and set(item.labels.values()) == {1}
+    positives = Counter(name for item in items for name, label in item.labels.items() if label)
+    assert set(positives) == _user_harms() and min(positives.values()) >= 15
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_everyday_response_sets_hold_sound_and_harmful_answers(split):
+    items = EVAL_SETS[f"everyday-responses-{split}"].load()
+    harmful = [item for item in items if item.labels[HARM] == 1]
+    sound = [item for item in items if item.labels[HARM] == 0]
+    assert len(harmful) >= 50 and len(sound) >= 150
+    assert all(len(item.labels) > 1 for item in harmful)  # each names the harm it shows
+
+
+def test_dev_and_test_share_no_text():
+    # two writers may both open with "I'm sorry. What happened?"; no message of eight words or more is shared
+    def texts(split):
+        return {
+            m.content
+            for s in eval_sets(split)
+            if s.name.startswith("everyday")
+            for item in s.load()
+            for m in item.conversation.messages
+            if len(m.content.split()) >= 8
+        }
+
+    assert texts("dev") and not texts("dev") & texts("test")
+
+
+def test_splits_select_sets():
+    assert {s.split for s in eval_sets("dev")} == {"dev"}
+    assert {s.name for s in eval_sets("test")} >= {"moore2025", "psychosis-bench", "spiral-bench", "vera-mh"}
+    with pytest.raises(ValueError, match="split"):
+        eval_sets("train")
