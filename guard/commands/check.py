@@ -1,4 +1,4 @@
-"""`couchguard check [FILE|-] [--policy NAME|PATH]`: one decision per JSON line (ARCHITECTURE "CLI contracts")."""
+"""`couchguard check [FILE|-] [--policy NAME|PATH]`: one decision per JSON line (docs/architecture.md, "CLI contracts")."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def output_action(guard: Guard, scores: dict[str, float]) -> str:
 
 
 def _rates(items: list[tuple[LabelledResponse, dict[str, float]]], actions: list[str]) -> dict[str, Any]:
-    """Catch and false-block rates (ARCHITECTURE "CLI contracts"), overall and by condition."""
+    """Catch and false-block rates (docs/architecture.md, "CLI contracts"), overall and by condition."""
     overall, by_condition = Tally(), {}
     for (item, _), action in zip(items, actions):
         overall.add(item.appropriate, action)
