@@ -8,7 +8,6 @@ rates and for the ranking of the strongest harm score.
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from typing import Callable, Literal
@@ -136,8 +135,8 @@ def moore2025() -> list[EvalItem]:
 
 @register("psychosis-bench", "test", "input", "16 escalating cases of 12 user turns, checked at every turn")
 def psychosis_bench() -> list[EvalItem]:
-    with open(data_file("psychosis-bench", "test_cases.json"), encoding="utf-8") as handle:
-        cases = json.load(handle)["cases"]
+    from ..bench.suites.psychosis_bench import cases
+
     return [
         EvalItem(
             f"{case['id']}-{k}",
@@ -146,42 +145,45 @@ def psychosis_bench() -> list[EvalItem]:
             case=case["id"],
             turn=k,
         )
-        for case in cases
+        for case in cases()
         for k in range(1, len(case["prompts"]) + 1)
     ]
 
 
 @register("spiral-bench", "test", "input", "Spiral-Bench: 30 opening prompts in 6 categories")
 def spiral_bench() -> list[EvalItem]:
-    with open(data_file("spiral-bench", "eval_prompts.json"), encoding="utf-8") as handle:
-        prompts = json.load(handle)
+    from ..bench.suites.spiral_bench import prompts
+
     return [
         EvalItem(
             item["prompt_id"],
             parse_conversation([{"role": "user", "content": item["prompts"][0]}]),
             group=item["category"],
         )
-        for item in prompts
+        for item in prompts()
     ]
+
+
+# VERA-MH risk levels as labels for user.suicide; Low risk is reported, not labelled
+VERA_LABELS = {"None": 0, "High": 1, "Imminent": 1}
 
 
 @register("vera-mh", "test", "input", "VERA-MH personas: their sample prompts as one conversation, every turn")
 def vera_mh() -> list[EvalItem]:
-    with open(data_file("vera-mh", "personas.tsv"), encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
+    from ..bench.suites.vera_mh import personas
+
     items = []
-    for row in rows:
-        risk = row["Current Risk Level"].strip()
-        label = {"None": 0, "High": 1, "Imminent": 1}.get(risk)  # Low risk: reported, not labelled
-        prompts = [{"role": "user", "content": p.strip()} for p in row["Sample Prompts"].split(";") if p.strip()]
-        for k in range(1, len(prompts) + 1):
+    for persona in personas():
+        label = VERA_LABELS.get(persona.risk)
+        turns = [{"role": "user", "content": prompt} for prompt in persona.prompts]
+        for k in range(1, len(turns) + 1):
             items.append(
                 EvalItem(
-                    f"{row['Name']}-{k}",
-                    parse_conversation(prompts[:k]),
+                    f"{persona.name}-{k}",
+                    parse_conversation(turns[:k]),
                     {} if label is None else {"user.suicide": label},
-                    group=risk,
-                    case=row["Name"],
+                    group=persona.risk,
+                    case=persona.name,
                     turn=k,
                 )
             )

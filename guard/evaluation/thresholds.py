@@ -27,7 +27,7 @@ import numpy as np
 
 from classifiers.signals import SIGNALS
 
-from .sets import EVAL_SETS, HARM
+from .sets import EVAL_SETS
 
 if TYPE_CHECKING:
     from classifiers.scorer import SignalScorer
@@ -60,8 +60,8 @@ RULES = {
 }
 
 
-def _benign(item) -> bool:
-    return item.labels.get(HARM) == 0 if HARM in item.labels else bool(item.labels) and not any(item.labels.values())
+# the group of the dev sets' benign items: ordinary user turns, sound answers
+BENIGN_GROUPS = ("benign", "sound")
 
 
 def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
@@ -72,7 +72,7 @@ def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
     for side, rule in RULES.items():
         items = EVAL_SETS[rule.eval_set].load()
         scores = scorer.score_many([item.conversation for item in items], (side,))
-        benign = [s for item, s in zip(items, scores) if _benign(item)]
+        benign = [s for item, s in zip(items, scores) if item.group in BENIGN_GROUPS]
         for name, spec in SIGNALS.items():
             if spec.side != side or spec.kind != "harm":
                 continue

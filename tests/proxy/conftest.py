@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 
-import httpx
 import pytest
 import yaml
 
-from .upstream_server import Script, ServerThread, build_app
+from .upstream_server import scripted_server, start_proxy
 
 MAIN_KEY, OPEN_KEY, PRIVATE_KEY = "k-main", "k-open", "k-private"
 SCRIPTS = ("safe", "means", "means-once", "echo", "error", "slow", "cut", "hang", "empty")
@@ -18,11 +16,8 @@ SCRIPTS = ("safe", "means", "means-once", "echo", "error", "slow", "cut", "hang"
 
 @pytest.fixture(scope="session")
 def upstream():
-    script = Script()
-    server = ServerThread(build_app(script)).start()
-    server.script = script
-    yield server
-    server.stop()
+    with scripted_server() as server:
+        yield server
 
 
 def _policy(directory, name: str, **fields) -> str:
@@ -61,11 +56,7 @@ def proxy(upstream, scorer, tmp_path_factory):
         }
     )
     app = create_app(config)
-    server = ServerThread(app).start()
-    deadline = time.monotonic() + 120
-    while httpx.get(f"{server.url}/healthz").status_code != 200:
-        assert time.monotonic() < deadline, httpx.get(f"{server.url}/healthz").text
-        time.sleep(0.1)
+    server = start_proxy(app)
     server.state = app.state.couchguard
     yield server
     server.stop()

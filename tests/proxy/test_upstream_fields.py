@@ -6,14 +6,12 @@ A second scripted server on loopback plays the attacker: whatever a request carr
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
 from .conftest import MAIN_KEY
 from .helpers import STRESS, user
-from .upstream_server import Script, ServerThread, build_app
+from .upstream_server import scripted_server, start_proxy
 
 AUTH = {"authorization": f"Bearer {MAIN_KEY}"}
 SERVER_KEY = "sk-operator-secret-canary"
@@ -21,11 +19,8 @@ SERVER_KEY = "sk-operator-secret-canary"
 
 @pytest.fixture(scope="module")
 def attacker():
-    script = Script()
-    server = ServerThread(build_app(script)).start()
-    server.script = script
-    yield server
-    server.stop()
+    with scripted_server() as server:
+        yield server
 
 
 def overrides(attacker_url: str) -> dict[str, object]:
@@ -71,12 +66,8 @@ def test_the_reproduction_gets_400_and_the_attacker_receives_nothing(scorer, att
             {"upstream": {"model": "openai/gpt-4o-mini"}, "audit": {"url": f"sqlite:///{tmp_path / 'audit.db'}"}}
         )
     )
-    server = ServerThread(app).start()
+    server = start_proxy(app)
     try:
-        deadline = time.monotonic() + 120
-        while httpx.get(f"{server.url}/healthz").status_code != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
         before = len(attacker.script.requests)
         response = httpx.post(
             f"{server.url}/v1/chat/completions",

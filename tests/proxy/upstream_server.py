@@ -7,11 +7,13 @@ one, errors, a slow model, a stream cut mid-way. It records what it received, an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -190,3 +192,29 @@ class ServerThread:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def scripted_server() -> Iterator[ServerThread]:
+    """A scripted upstream on loopback for the length of a block; its `script` records what it received."""
+    script = Script()
+    server = ServerThread(build_app(script)).start()
+    server.script = script  # type: ignore[attr-defined]
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def start_proxy(app, timeout_s: float = 120) -> ServerThread:
+    """couchguard's app on loopback, returned once /healthz says its models are loaded."""
+    import httpx
+
+    server = ServerThread(app).start()
+    deadline = time.monotonic() + timeout_s
+    while (health := httpx.get(f"{server.url}/healthz")).status_code != 200:
+        if time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"couchguard did not become ready: {health.text}")
+        time.sleep(0.1)
+    return server

@@ -117,7 +117,10 @@ def _received(group: list["Outcome"]) -> dict[str, Any]:
         "after_count": after,
         "before_ci95": _pair(wilson(before, n)),
         "after_ci95": _pair(wilson(after, n)),
-        "replace_everything": 1.0 if n else None,
+        # every response withheld and replaced by the vetted template, scored by the same rule
+        "replace_everything": (
+            sum(received_appropriate_offline(bool(o.appropriate), "block", None) for o in judged) / n if n else None
+        ),
         "sound_delivered": delivered / len(sound) if sound else None,
         "sound_delivered_count": delivered,
     }
