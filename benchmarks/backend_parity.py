@@ -57,9 +57,14 @@ def main() -> None:
         limits = np.array([thresholds[n] for n in names])
         crossed = ((scores >= limits) != (torch_scores >= limits)).sum(axis=0)
         actions = sum(a.action != b.action for a, b in zip(decisions, torch_decisions))
-        per_signal = {n: {"max_abs": round(float(difference[:, i].max()), 4),
-                          "mean_abs": round(float(difference[:, i].mean()), 5), "crossed": int(crossed[i])}
-                      for i, n in enumerate(names)}
+        per_signal = {
+            n: {
+                "max_abs": round(float(difference[:, i].max()), 4),
+                "mean_abs": round(float(difference[:, i].mean()), 5),
+                "crossed": int(crossed[i]),
+            }
+            for i, n in enumerate(names)
+        }
         figures["backends"][backend] = {
             "seconds": round(seconds, 2),
             "max_abs": round(float(difference.max()), 4),
@@ -68,9 +73,11 @@ def main() -> None:
             "actions_changed": int(actions),
             "signals": per_signal,
         }
-        print(f"{backend}: {seconds:.1f} s; largest score difference {difference.max():.4f}; "
-              f"{int(crossed.sum())} of {difference.size} signal decisions cross a threshold "
-              f"({100 * crossed.sum() / difference.size:.2f}%); {actions} of {len(decisions)} actions change")
+        print(
+            f"{backend}: {seconds:.1f} s; largest score difference {difference.max():.4f}; "
+            f"{int(crossed.sum())} of {difference.size} signal decisions cross a threshold "
+            f"({100 * crossed.sum() / difference.size:.2f}%); {actions} of {len(decisions)} actions change"
+        )
         for n in names:
             row = per_signal[n]
             print(f"  {n:24s} max {row['max_abs']:.4f}  mean {row['mean_abs']:.5f}  crossed {row['crossed']}")

@@ -69,8 +69,10 @@ def main() -> int:
         began = time.perf_counter()
         redactor.redact(sentence)
         per.append(time.perf_counter() - began)
-    print(f"PII corpus: {len(sentences)} sentences, p50 {statistics.median(per) * 1000:.1f} ms, "
-          f"p95 {statistics.quantiles(per, n=20)[-1] * 1000:.1f} ms")
+    print(
+        f"PII corpus: {len(sentences)} sentences, p50 {statistics.median(per) * 1000:.1f} ms, "
+        f"p95 {statistics.quantiles(per, n=20)[-1] * 1000:.1f} ms"
+    )
 
     if args.stock_url:
         from presidio_analyzer.predefined_recognizers import UrlRecognizer

@@ -63,7 +63,7 @@ class EmbeddingCache:
         return CallCache(self)
 
 
-class CallCache(MutableMapping):
+class CallCache(MutableMapping[str, np.ndarray]):
     """One scoring call's text -> embedding map (what Featurizer takes), backed by the shared cache.
 
     A vector found in the shared cache is copied into the call's own map, so that another thread evicting it between

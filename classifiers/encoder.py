@@ -13,23 +13,27 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from . import offline
 from .onnx_backend import BACKENDS, TOLERANCE, OnnxRunner, OnnxUnavailable, probe_cosines, read_manifest, verified_graph
+from .settings import Settings, settings
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # Offline-first: never let transformers or sentence-transformers reach a hub, whatever the caller's environment.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+offline.apply()
 
 log = logging.getLogger("couchguard.encoder")
 
-ENCODER_ENV = "COUCHGUARD_ENCODER"
+ENCODER_ENV = Settings.env("encoder")
 # Word pieces per window, below the encoder's 256 so that [CLS], [SEP] and tokenizer drift never truncate a window.
 WINDOW_TOKENS = 250
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
@@ -56,9 +60,9 @@ def base_model_path() -> Path:
 
 
 def default_model_path() -> Path:
-    configured = os.environ.get(ENCODER_ENV)
-    if configured:
-        return Path(configured)
+    configured = settings().encoder
+    if configured is not None:
+        return configured
     if (SHIPPED_DIR / "model.safetensors").exists():
         return SHIPPED_DIR
     return base_model_path()
@@ -117,8 +121,12 @@ class Encoder:
         model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
         model.eval()
         self.tokenizer_ = model.tokenizer
-        self.transformer_ = model[0].auto_model
-        self.dimension_ = int(model.get_embedding_dimension())
+        # torch types a submodule reached by index and attribute as `Tensor | Module`; it is the Hugging Face model
+        self.transformer_ = cast("PreTrainedModel", model[0].auto_model)
+        dimension = model.get_embedding_dimension()
+        if dimension is None:
+            raise ValueError(f"{path}: the model does not state its embedding dimension")
+        self.dimension_ = dimension
         self.identity_ = _identity(path, self.dimension_)
         self._torch = torch
         self._forward = self._torch_forward

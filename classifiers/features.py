@@ -13,7 +13,7 @@ distress" that neither text carries alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, MutableMapping, Sequence
 
 import numpy as np
 
@@ -82,9 +82,9 @@ class Featurizer:
     user turns that appear in many rows).
     """
 
-    def __init__(self, encoder: Encoder, cache: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(self, encoder: Encoder, cache: MutableMapping[str, np.ndarray] | None = None) -> None:
         self.encoder = encoder
-        self.cache: dict[str, np.ndarray] = cache if cache is not None else {}
+        self.cache: MutableMapping[str, np.ndarray] = cache if cache is not None else {}
         # the user turn a response answers is both scored (user side) and context (assistant side): window it once
         self._windows: dict[str, tuple[Chunk, ...]] = {}
 
@@ -157,7 +157,10 @@ class Featurizer:
                 results.append(None)
                 continue
             if plan.context:
-                weighted = sum(weight * self._turn_vector(text) for text, weight in plan.context)
+                weighted = sum(
+                    (weight * self._turn_vector(text) for text, weight in plan.context),
+                    np.zeros(dimension, dtype=np.float32),
+                )
                 context = _normalise(weighted)
             else:
                 context = np.zeros(dimension, dtype=np.float32)

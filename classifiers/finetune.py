@@ -185,7 +185,8 @@ def finetune(
         for e in batch:
             turn = vectors[e.turn]
             if e.context:
-                context = torch.nn.functional.normalize(sum(w * vectors[c] for c, w in e.context), dim=0)
+                weighted = sum((w * vectors[c] for c, w in e.context), torch.zeros_like(turn))
+                context = torch.nn.functional.normalize(weighted, dim=0)
             else:
                 context = torch.zeros(dimension)
             rows.append(torch.cat([turn, context, turn * context]))
@@ -205,13 +206,13 @@ def finetune(
         order.shuffle(batches)
         total, count = 0.0, 0
         for side, batch in batches:
-            rows, vectors = features(batch)
-            logits = heads[side](rows)
-            target = torch.tensor(np.stack([e.target for e in batch]))
-            known = torch.tensor(np.stack([e.known for e in batch]))
+            matrix, vectors = features(batch)
+            logits = heads[side](matrix)
+            batch_target = torch.tensor(np.stack([e.target for e in batch]))
+            batch_known = torch.tensor(np.stack([e.known for e in batch]))
             loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                logits, target, weight=known, pos_weight=weights[side], reduction="sum"
-            ) / known.sum().clamp(min=1)
+                logits, batch_target, weight=batch_known, pos_weight=weights[side], reduction="sum"
+            ) / batch_known.sum().clamp(min=1)
             if config.anchor_weight:
                 drift = torch.stack([1 - vectors[t] @ anchors[t] for t in vectors]).mean()
                 loss = loss + config.anchor_weight * drift

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
-BACKEND_ENV = "COUCHGUARD_BACKEND"
-ONNX_DIR_ENV = "COUCHGUARD_ONNX_DIR"
+from .settings import Settings, settings
+
+BACKEND_ENV = Settings.env("backend")
+ONNX_DIR_ENV = Settings.env("onnx_dir")
 BACKENDS = ("torch", "onnx", "onnx-int8")
 ONNX_DIR = Path(__file__).resolve().parent / "encoder_onnx"
 MANIFEST = "manifest.json"
@@ -36,7 +37,7 @@ class OnnxUnavailable(RuntimeError):
 
 
 def onnx_dir() -> Path:
-    return Path(os.environ.get(ONNX_DIR_ENV) or ONNX_DIR)
+    return settings().onnx_dir or ONNX_DIR
 
 
 def mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,7 @@ def export(source: Path | None = None, out: Path = ONNX_DIR, log=print) -> dict:
             staged.write_bytes((out / FILES["onnx"]).read_bytes())
             export_int8(staged, out / FILES["onnx-int8"])
     vectors = reference.encode(list(PROBES))
-    manifest = {
+    manifest: dict[str, Any] = {
         "source_identity": reference.identity_,
         "source": str(reference.resolved_path_.name),
         "opset": OPSET,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -15,10 +15,11 @@ from .encoder import Encoder, shared_encoder
 from .features import Featurizer, SideFeatures
 from .heads import CalibratedLinearHead, artifact_path
 from .onnx_backend import BACKEND_ENV, BACKENDS
+from .settings import Settings, settings
 from .signals import SIGNALS, Side
 
 ARTIFACTS_DIR = Path(__file__).resolve().parent / "artifacts"
-ARTIFACTS_ENV = "COUCHGUARD_ARTIFACTS"
+ARTIFACTS_ENV = Settings.env("artifacts")
 EVIDENCE_CHARS = 280
 # The calibrated probability of any user harm signal from which responses are also scored sentence by sentence;
 # well below every shipped threshold, so that borderline conversations get the finer scoring too. 0 = always.
@@ -33,7 +34,7 @@ DEFAULT_BACKEND = "onnx"
 
 def runtime_backend(backend: str | None = None) -> str:
     """The scoring backend: the argument, else COUCHGUARD_BACKEND, else DEFAULT_BACKEND."""
-    name = (backend or os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND).strip().lower()
+    name = (backend or settings().backend or DEFAULT_BACKEND).strip().lower()
     if name not in BACKENDS:
         raise ValueError(
             f"unknown encoder backend {name!r} (from {BACKEND_ENV} or backend=); expected one of {', '.join(BACKENDS)}"
@@ -73,7 +74,7 @@ class SignalScorer:
     ) -> None:
         if not 0.0 <= sentence_gate <= 1.0:
             raise ValueError(f"sentence_gate must be a probability in [0, 1], got {sentence_gate!r}")
-        self.artifacts_dir = Path(artifacts_dir or os.environ.get(ARTIFACTS_ENV) or ARTIFACTS_DIR)
+        self.artifacts_dir = Path(artifacts_dir or settings().artifacts or ARTIFACTS_DIR)
         self.encoder = encoder
         self.sentence_gate = sentence_gate
         self.backend = backend
@@ -127,15 +128,15 @@ class SignalScorer:
 
     def score_many(
         self,
-        conversations: list[Conversation],
+        conversations: Sequence[Conversation],
         sides: tuple[Side, ...] = ("user", "assistant"),
-        user_scores: list[dict[str, float]] | None = None,
+        user_scores: Sequence[dict[str, float] | None] | None = None,
     ) -> list[dict[str, SignalResult]]:
         """Score a batch; each message text is encoded once for the whole batch.
 
         `sides` limits the work to user or assistant signals, e.g. when the input rail has already scored the user
-        turns that a response answers; pass those scores as `user_scores` so that they decide whether the
-        response's sentences are scored (see `sentence_gate`).
+        turns that a response answers; pass those scores as `user_scores` (one entry per conversation, None where
+        they are not known) so that they decide whether the response's sentences are scored (see `sentence_gate`).
         """
         self._check_loaded()
         featurizer = Featurizer(self.encoder_, self.embeddings_.for_call())
@@ -148,7 +149,7 @@ class SignalScorer:
                     self._needs_sentences(result, None if user_scores is None else user_scores[i])
                     for i, result in enumerate(results)
                 ]
-            featurized = featurizer.featurize(conversations, side, sentences=sentences)
+            featurized = featurizer.featurize(list(conversations), side, sentences=sentences)
             for result, features in zip(results, featurized):
                 if features is not None:
                     result.update(self._score_side(features, names))
@@ -202,7 +203,7 @@ class SignalScorer:
         self._check_loaded()
         # right after `score`, every text here is in the embedding cache: no encoder pass
         [whole] = Featurizer(self.encoder_, self.embeddings_.for_call()).featurize([conversation], side, sentences=True)
-        if whole is None or not whole.sentence_spans:
+        if whole is None or whole.sentence_matrix is None or not whole.sentence_spans:
             return []
         spans = list(whole.sentence_spans)
         names = [name for name, spec in SIGNALS.items() if spec.side == side]

@@ -7,7 +7,6 @@ would put paraphrases of the same situation on both sides and overstate quality.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,11 +15,13 @@ from sklearn.metrics import roc_auc_score
 
 from .corpus import CorpusRow, corpus_hash, load_all, load_everyday
 from .encoder import Encoder, shared_encoder
-from .features import Featurizer
+from .features import Featurizer, SideFeatures
 from .finetune import FINETUNE_META, is_holdout
 from .heads import CalibratedLinearHead, row_maximum
 from .scorer import ARTIFACTS_DIR, SENTENCE_GATE
+from .settings import settings
 from .signals import SIGNALS, SignalSpec, excludes
+from .thresholds import threshold_for_recall
 
 CARDS_DIR = Path(__file__).resolve().parent / "cards"
 FEATURES_VERSION = "window+context+product/v1"
@@ -77,18 +78,8 @@ def other_crises(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[
     ]
 
 
-def choose_threshold(scores: np.ndarray, labels: np.ndarray, target_recall: float) -> float:
-    """The highest threshold whose recall on held-out scenarios reaches the target."""
-    positives = np.sort(scores[labels == 1])[::-1]
-    if len(positives) == 0:
-        return 0.5
-    needed = int(np.ceil(target_recall * len(positives)))
-    return float(np.round(positives[needed - 1] - 1e-6, 6))
-
-
 def _embedding_cache(encoder: Encoder) -> tuple[dict[str, np.ndarray], Path]:
-    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "couchguard"
-    path = root / f"embeddings-{hashlib.sha1(encoder.identity_.encode()).hexdigest()[:12]}.npz"
+    path = settings().cache_dir / f"embeddings-{hashlib.sha1(encoder.identity_.encode()).hexdigest()[:12]}.npz"
     cache: dict[str, np.ndarray] = {}
     if path.exists():
         with np.load(path, allow_pickle=False) as stored:
@@ -126,9 +117,7 @@ def train(
     for name in signals or list(SIGNALS):
         spec = SIGNALS[name]
         rows = training_set(spec, corpora, everyday)
-        featurized = featurizer.featurize(
-            [row.conversation for row in rows], spec.side, sentences=spec.unit == "sentence"
-        )
+        featurized = _featurize(featurizer, spec, rows)
         units = [f.rows(spec.unit)[1] for f in featurized]
         owner = np.concatenate([np.full(len(u), i) for i, u in enumerate(units)])
         X = np.vstack(units)
@@ -157,7 +146,7 @@ def train(
         own = np.array([row.signal == name for row in rows])
         target = spec.target_recall
         threshold = (
-            choose_threshold(row_scores, labels, target) if spec.kind == "harm" else _best_f1(row_scores, labels)
+            threshold_for_recall(row_scores, labels, target) if spec.kind == "harm" else _best_f1(row_scores, labels)
         )
         report = _report(spec, rows, labels, kinds, own, row_scores, threshold)
         reports.append(report)
@@ -192,8 +181,17 @@ def _scores(head: CalibratedLinearHead, featurizer: Featurizer, spec: SignalSpec
     """Each row's score as at runtime: the highest over its windows (and sentences)."""
     if not rows:
         return np.zeros(0)
-    featurized = featurizer.featurize([row.conversation for row in rows], spec.side, sentences=spec.unit == "sentence")
+    featurized = _featurize(featurizer, spec, rows)
     return np.array([head.predict_proba(f.rows(spec.unit)[1])[:, 1].max() for f in featurized])
+
+
+def _featurize(featurizer: Featurizer, spec: SignalSpec, rows: list[CorpusRow]) -> list[SideFeatures]:
+    """Feature rows for each corpus row; every row needs a turn on the signal's side to be learned from."""
+    featurized = featurizer.featurize([row.conversation for row in rows], spec.side, sentences=spec.unit == "sentence")
+    missing = [f"{row.signal}:{row.scenario}" for row, f in zip(rows, featurized) if f is None]
+    if missing:
+        raise ValueError(f"{spec.name}: {len(missing)} corpus row(s) have no {spec.side} turn, e.g. {missing[0]}")
+    return [f for f in featurized if f is not None]
 
 
 def _best_f1(scores: np.ndarray, labels: np.ndarray) -> float:

@@ -9,6 +9,28 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .actions import ACTIONS, action_names
 
 Rail = Literal["input", "output"]
+# in_band: the judge was asked and answered; cache_hit: the same question about the same conversation was answered
+# before; the others left the rule to the policy's judge.on_error
+JudgeOutcome = Literal["in_band", "cache_hit", "timeout", "malformed", "error", "budget_exhausted"]
+
+
+class JudgeCall(BaseModel):
+    """One question put to the LLM judge tier (docs/judge.md) about the response a decision is for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    criterion: str
+    question: str
+    # the output rules the answer decided, and their signals whose scores fell in the judge band
+    rules: list[str]
+    signals: dict[str, float]
+    outcome: JudgeOutcome
+    # "yes": the harm holds (the rules' action applies); "no": it does not; None: no usable answer
+    answer: Literal["yes", "no"] | None = None
+    latency_ms: float = 0.0
+    model: str = ""
+    # what the rules got when there was no answer: the classifiers' decision, or fired (fail_closed)
+    fallback: Literal["classifier", "fail_closed"] | None = None
 
 
 class Decision(BaseModel):
@@ -31,6 +53,8 @@ class Decision(BaseModel):
     # rewrite: the strategy that produced `text`, and what was tried before it
     strategy: str | None = None
     attempts: list[str] = Field(default_factory=list)
+    # output rail: what the LLM judge tier was asked, when a rule's signal scored in its band (empty: not asked)
+    judge: list[JudgeCall] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _registered_action(self) -> "Decision":
@@ -52,4 +76,6 @@ class Decision(BaseModel):
             "signals": {name: round(score, 4) for name, score in self.signals.items()},
             "escalate": self.escalate,
             "text": self.text,
+            # only when the judge tier was asked, so that lines without it keep the documented shape
+            **({"judge": [call.model_dump() for call in self.judge]} if self.judge else {}),
         }

@@ -1,20 +1,8 @@
-"""Offline-first defaults, set before any third-party import reads them: no model hub, no litellm cost-map fetch.
-
-The one list of them; the CLI, the proxy, the LiteLLM guardrail and the tests apply it. A value already set in the
-environment wins (an operator may opt in to the network).
-"""
+"""Offline-first defaults for the guard's entry points (CLI, proxy, LiteLLM guardrail, tests): the list is
+classifiers/offline.py's, the layer below, which the encoder applies on its own."""
 
 from __future__ import annotations
 
-import os
+from classifiers.offline import OFFLINE_ENV, apply
 
-OFFLINE_ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-}
-
-
-def apply() -> None:
-    for name, value in OFFLINE_ENV.items():
-        os.environ.setdefault(name, value)
+__all__ = ["OFFLINE_ENV", "apply"]

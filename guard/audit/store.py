@@ -19,6 +19,7 @@ from typing import Any, Callable
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from ..messages import as_dicts
 from .budget import RedactionBudget
 from .database import make_engine
 from .redaction import TextRedaction
@@ -94,7 +95,7 @@ class AuditLog:
     # -- recording -------------------------------------------------------------------------------------------------
     def observer(self, conversation, decision, context: dict[str, Any]) -> None:
         """Guard observer: snapshot what is needed now (context is mutable), write later."""
-        messages = [{"role": m.role, "content": m.content} for m in conversation.messages]
+        messages = as_dicts(conversation)
         if decision.rail == "output":
             request_messages = messages[:-1]
         else:
@@ -117,6 +118,7 @@ class AuditLog:
             "decision_ms": context.get("decision_ms") or _elapsed_ms(context),
             "classifier_ms": context.get("classifier_ms"),
             "upstream_ms": context.get("upstream_ms"),
+            "judge": [call.model_dump() for call in decision.judge] or None,
         }
         # a policy may ask for text too (policy.store_text, passed by the proxy in the context)
         store = self.store_text or bool(context.get("store_text"))

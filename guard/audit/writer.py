@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
+from tenacity.stop import stop_base
 
 from .database import create_schema, is_transient
 from .schema import decisions
@@ -185,7 +186,7 @@ class RowWriter:
 
     def _retrying(self) -> Retrying:
         # while closing, retry only as long as the shutdown allows
-        limit = stop_after_attempt(self.attempts)
+        limit: stop_base = stop_after_attempt(self.attempts)
         if self._closing.is_set():
             limit = limit | stop_after_delay(max(0.0, self._deadline - time.monotonic()))
         return Retrying(

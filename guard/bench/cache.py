@@ -3,6 +3,11 @@
 An interrupted live run loses at most the calls in flight; rerunning the same command reads the file back and only
 asks for what is missing. Keys hash everything that determines the answer (model, endpoint, messages, temperature,
 sample number), so changing any of them asks again rather than reusing a stale answer.
+
+Not litellm's disk cache: it needs the `diskcache` package besides litellm, it is switched on process-wide
+(`litellm.cache`), so the proxy's and the judge's calls in the same process would be cached too, and it keys a call
+by its request alone, so the several samples a live run draws at temperature from one request would collapse into
+one answer unless each carried a made-up parameter.
 """
 
 from __future__ import annotations

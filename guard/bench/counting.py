@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, TypeVar
 
 from ..actions import withheld
-from .stats import rate, wilson
+from .stats import ci95, rate
 
 __all__ = ["Tally", "tally", "tally_by", "withheld"]
 
@@ -51,8 +51,8 @@ class Tally:
             "false_blocks": self.false_blocks,
             "catch_rate": _round(self.catch_rate),
             "false_block_rate": _round(self.false_block_rate),
-            "catch_rate_ci95": _round_pair(wilson(self.caught, self.inappropriate)),
-            "false_block_rate_ci95": _round_pair(wilson(self.false_blocks, self.appropriate)),
+            "catch_rate_ci95": ci95(self.caught, self.inappropriate),
+            "false_block_rate_ci95": ci95(self.false_blocks, self.appropriate),
             "actions": dict(sorted(self.actions.items())),
         }
 
@@ -75,7 +75,3 @@ def tally_by(
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-def _round_pair(pair: tuple[float, float] | None) -> list[float] | None:
-    return None if pair is None else [round(pair[0], 4), round(pair[1], 4)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .stats import pct_ci, wilson
+from .stats import ci95, pct_ci
 from .types import Table
 
 
@@ -30,12 +30,11 @@ class FlagRate:
             self.signals[signal] = self.signals.get(signal, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
-        interval = wilson(self.flagged, self.n)
         return {
             "n": self.n,
             "flagged": self.flagged,
             "flag_rate": None if not self.n else round(self.flagged / self.n, 4),
-            "flag_rate_ci95": None if interval is None else [round(interval[0], 4), round(interval[1], 4)],
+            "flag_rate_ci95": ci95(self.flagged, self.n),
             "signals": dict(sorted(self.signals.items(), key=lambda kv: -kv[1])),
         }
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-DATA_ENV = "COUCHGUARD_BENCH_DATA"
+from classifiers.settings import Settings, settings
+
+DATA_ENV = Settings.env("bench_data")
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get(DATA_ENV) or DEFAULT_DATA)
+    return settings().bench_data or DEFAULT_DATA
 
 
 def data_file(*parts: str) -> Path:

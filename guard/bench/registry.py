@@ -18,6 +18,8 @@ class Suite:
     run: Callable[["Guard", BenchOptions], SuiteRun]
     # whether `--model` makes sense: only suites judged on responses can be run against a live model
     live: bool = False
+    # whether `--judge-tier` makes sense: the suite checks labelled responses offline (the judge tier's measurement)
+    judge_tier: bool = False
 
 
 SUITES: dict[str, Suite] = {}

@@ -89,5 +89,9 @@ def _validate(suite, options: BenchOptions) -> None:
         )
     if not options.live and (options.judge or options.api_base or options.steel_man):
         raise BenchError("--judge, --api-base and --steel-man need --model (live mode)")
+    if options.judge_tier_api_base and not options.judge_tier:
+        raise BenchError("--judge-tier-api-base needs --judge-tier")
+    if options.judge_tier and (options.live or not suite.judge_tier):
+        raise BenchError("--judge-tier measures the judge tier on recorded responses: moore2025 without --model")
     if options.live and (options.samples < 1 or options.concurrency < 1):
         raise BenchError("--samples and --concurrency must be at least 1")

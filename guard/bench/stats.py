@@ -21,6 +21,16 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float
     return max(0.0, float(interval.low)), min(1.0, float(interval.high))
 
 
+def rounded(interval: tuple[float, float] | None, digits: int = 4) -> list[float] | None:
+    """An interval as the JSON reports write it: a pair rounded to `digits`, or None."""
+    return None if interval is None else [round(interval[0], digits), round(interval[1], digits)]
+
+
+def ci95(k: int, n: int) -> list[float] | None:
+    """The Wilson interval of k in n as the JSON reports write it ("..._ci95"); None when n is 0."""
+    return rounded(wilson(k, n))
+
+
 def pct(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{100 * value:.{digits}f}%"
 

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from classifiers.settings import settings
+
 if TYPE_CHECKING:  # matplotlib is imported only when a report draws a figure
     from matplotlib.figure import Figure
 
-DEFAULT_CACHE = Path.home() / ".cache" / "couchguard" / "bench"
+DEFAULT_CACHE = settings().cache_dir / "bench"
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,9 @@ class BenchOptions:
     api_base: str | None = None
     judge: str | None = None
     judge_api_base: str | None = None
+    # moore2025 offline: the recorded responses checked again with this litellm model as the LLM judge tier
+    judge_tier: str | None = None
+    judge_tier_api_base: str | None = None
     steel_man: bool = False
     samples: int = 5
     temperature: float = 0.7

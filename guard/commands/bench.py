@@ -46,6 +46,14 @@ def add_parser(sub) -> None:
         default=None,
         help="resumable cache folder for model answers (default ~/.cache/couchguard/bench)",
     )
+    tier = parser.add_argument_group("judge tier (moore2025 offline): the LLM judge on the classifiers' uncertain band")
+    tier.add_argument(
+        "--judge-tier",
+        default=None,
+        metavar="MODEL",
+        help="litellm model for the judge tier (docs/judge.md); reports rates with and without it",
+    )
+    tier.add_argument("--judge-tier-api-base", default=None, help="base URL of the judge tier's endpoint")
     parser.set_defaults(run=run)
 
 
@@ -63,6 +71,8 @@ def run(args) -> int:
             api_base=args.api_base,
             judge=args.judge,
             judge_api_base=args.judge_api_base,
+            judge_tier=args.judge_tier,
+            judge_tier_api_base=args.judge_tier_api_base,
             steel_man=args.steel_man,
             samples=args.samples,
             temperature=args.temperature,

@@ -76,7 +76,22 @@ def _how_signals_combine(policy) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _judge_text(policy) -> str:
+    """The judge tier's settings, when the policy turns it on (docs/judge.md); no secrets: the key's variable name."""
+    judge = policy.judge
+    if judge is None:
+        return "judge tier: off (classifiers decide alone)\n"
+    bands = ", ".join(f"{signal} {list(band)}" for signal, band in judge.band.items())
+    default = f"default band {list(judge.default_band)}" if judge.default_band else "no default band"
+    return (
+        f"judge tier: {judge.model}{f' at {judge.api_base}' if judge.api_base else ''}; {default}"
+        f"{f'; {bands}' if bands else ''}; timeout {judge.timeout_s} s; on error {judge.on_error}; "
+        f"cache {judge.cache_size}; at most {judge.max_calls_per_minute} calls/min\n"
+    )
+
+
 def run_explain(args) -> int:
+    from ..judge import question_for
     from ..policy import PolicyError, load_policy
 
     try:
@@ -90,6 +105,7 @@ def run_explain(args) -> int:
     out.write(f"locale {policy.locale} | fail mode {policy.fail_mode} | observe only {policy.observe_only}\n")
     if policy.thresholds:
         out.write("thresholds: " + ", ".join(f"{k}={v}" for k, v in policy.thresholds.items()) + "\n")
+    out.write(_judge_text(policy))
     out.write(_how_signals_combine(policy))
     for rail, rules in (("input", policy.input_rules), ("output", policy.output_rules)):
         out.write(f"\n## {rail} rules\n")
@@ -104,6 +120,8 @@ def run_explain(args) -> int:
             if rule.description:
                 out.write(f"  {rule.description}\n")
             out.write(f"  criterion: {criterion.get('title', rule.criterion)} - {criterion.get('summary', '')}\n")
+            if rail == "output":
+                out.write(f"  judge question: {question_for(rule.criterion)}\n")
             sources = criterion.get("guidelines") or [criterion.get("source", "")]
             out.write(
                 f"  sources: {criterion.get('source', '')}; " + ", ".join(sources) + "\n"

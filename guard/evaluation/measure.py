@@ -17,7 +17,7 @@ from classifiers.signals import SIGNALS
 
 from ..bench.checking import check_all
 from ..bench.counting import withheld
-from ..bench.stats import wilson
+from ..bench.stats import ci95
 from ..bench.types import BenchOptions
 from .sets import HARM, OPENING_TURNS, EvalItem, EvalSet
 
@@ -31,13 +31,7 @@ def _auc(labels: list[int], scores: list[float]) -> float | None:
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
-    interval = wilson(k, n)
-    return {
-        "k": k,
-        "n": n,
-        "rate": None if not n else round(k / n, 4),
-        "ci95": None if interval is None else [round(interval[0], 4), round(interval[1], 4)],
-    }
+    return {"k": k, "n": n, "rate": None if not n else round(k / n, 4), "ci95": ci95(k, n)}
 
 
 def strongest_harm(decision: "Decision", side: str) -> float:
@@ -171,7 +165,7 @@ def measure_set(guard: "Guard", eval_set: EvalSet, options: BenchOptions) -> dic
 
 def authored_held_out(guard: "Guard") -> dict:
     """The model cards' figures: scenarios of our own corpora that the heads (and the encoder) never saw."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, meta in guard.scorer.metadata_.items():
         metrics = meta.get("metrics", {})
         out[name] = {
@@ -185,8 +179,8 @@ def authored_held_out(guard: "Guard") -> dict:
 
 def evaluate(guard: "Guard", sets: list[EvalSet], options: BenchOptions | None = None) -> dict:
     options = options or BenchOptions()
-    report = {"policy": guard.policy.name, "sets": {}}
-    for eval_set in sets:
-        report["sets"][eval_set.name] = measure_set(guard, eval_set, options)
-    report["authored_held_out"] = authored_held_out(guard)
-    return report
+    return {
+        "policy": guard.policy.name,
+        "sets": {eval_set.name: measure_set(guard, eval_set, options) for eval_set in sets},
+        "authored_held_out": authored_held_out(guard),
+    }

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from classifiers.signals import SIGNALS
+from classifiers.signals import SIGNALS, Side
+from classifiers.thresholds import threshold_for_recall
 
 from .sets import EVAL_SETS
 
@@ -38,13 +39,13 @@ CRISIS_RECALL = 0.9
 
 @dataclass(frozen=True)
 class ThresholdRule:
-    eval_set: str
-    budget: float  # share of the dev set's benign items a signal may flag on its own
+    eval_sets: tuple[str, ...]  # pooled: the budget is a share of all their benign items together
+    budget: float  # share of the dev sets' benign items a signal may flag on its own
     floor: float
 
     def describe(self, crisis: bool = False) -> str:
         text = (
-            f"score reached by at most {100 * self.budget:.2g}% of the benign items of {self.eval_set}, "
+            f"score reached by at most {100 * self.budget:.2g}% of the benign items of {' and '.join(self.eval_sets)}, "
             f"and at least {self.floor}"
         )
         return text + (
@@ -54,9 +55,9 @@ class ThresholdRule:
         )
 
 
-RULES = {
-    "user": ThresholdRule("everyday-user-dev", budget=0.0075, floor=0.9),
-    "assistant": ThresholdRule("everyday-responses-dev", budget=0.02, floor=0.5),
+RULES: dict[Side, ThresholdRule] = {
+    "user": ThresholdRule(("everyday-user-dev",), budget=0.0075, floor=0.9),
+    "assistant": ThresholdRule(("everyday-responses-dev",), budget=0.02, floor=0.5),
 }
 
 
@@ -66,11 +67,9 @@ BENIGN_GROUPS = ("benign", "sound")
 
 def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
     """(threshold, how it was chosen) for every harm signal, from the scorer's scores on the dev sets."""
-    from classifiers.training import choose_threshold
-
     chosen = {}
     for side, rule in RULES.items():
-        items = EVAL_SETS[rule.eval_set].load()
+        items = [item for name in rule.eval_sets for item in EVAL_SETS[name].load()]
         scores = scorer.score_many([item.conversation for item in items], (side,))
         benign = [s for item, s in zip(items, scores) if item.group in BENIGN_GROUPS]
         for name, spec in SIGNALS.items():
@@ -80,7 +79,7 @@ def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
             threshold = min(max(rule.floor, quantile + 1e-6), 0.999999)
             labelled = [(item.labels[name], s[name].score) for item, s in zip(items, scores) if item.labels.get(name)]
             if spec.crisis and labelled:
-                cap = choose_threshold(
+                cap = threshold_for_recall(
                     np.array([x for _, x in labelled]), np.array([y for y, _ in labelled]), CRISIS_RECALL
                 )
                 threshold = min(threshold, cap)

@@ -75,7 +75,7 @@ def create_app(
     async def policies(request: Request):
         return JSONResponse({"default": state.policies.default, "names": state.policies.names})
 
-    async def policy(request: Request):
+    async def policy_view(request: Request):
         guard, _ = await state.guards(request.query_params.get("name"), {})
         thresholds = guard.thresholds()
         return JSONResponse(
@@ -145,7 +145,7 @@ def create_app(
     routes = [
         Route("/", index, methods=["GET"]),
         Route("/api/policies", policies, methods=["GET"]),
-        Route("/api/policy", policy, methods=["GET"]),
+        Route("/api/policy", policy_view, methods=["GET"]),
         Route("/api/vignettes", vignette_list, methods=["GET"]),
         Route("/api/vignettes/moore/{row:int}", moore_response, methods=["GET"]),
         Route("/api/decide", decide, methods=["POST"]),
@@ -181,7 +181,9 @@ async def _bad_request(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=400)
 
 
-async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    if not isinstance(exc, HTTPException):  # registered for HTTPException only; starlette types handlers by Exception
+        return await _internal(request, exc)
     return JSONResponse(
         {"error": f"{request.method} {request.url.path}: {exc.detail}"},
         status_code=exc.status_code,

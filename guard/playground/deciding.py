@@ -14,6 +14,7 @@ from classifiers.signals import SIGNALS
 from ..commands.policy import _condition_text, criteria
 from ..decision import Decision
 from ..pipeline import Guard
+from ..policy.schema import InputRule, OutputRule
 
 DELIVERY = {
     ("input", "allow"): "The model is called with the conversation unchanged.",
@@ -86,7 +87,7 @@ def _added_instructions(conversation: Conversation, decision: Decision) -> list[
 
 def _rules(guard: Guard, decision: Decision) -> list[dict[str, Any]]:
     table = criteria()
-    by_rail = {
+    by_rail: dict[str, dict[str, InputRule | OutputRule]] = {
         "input": {r.id: r for r in guard.policy.input_rules},
         "output": {r.id: r for r in guard.policy.output_rules},
     }

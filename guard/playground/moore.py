@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from classifiers.conversation import parse_conversation
 from classifiers.scorer import SignalScorer
+from classifiers.settings import settings
 from classifiers.signals import SIGNALS
 
 from ..bench.checking import evenly_spaced
@@ -30,8 +30,7 @@ BATCH = 16
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "couchguard" / "playground"
+    return settings().cache_dir / "playground"
 
 
 class MooreScores:
@@ -150,7 +149,8 @@ def output_action(guard: Guard, scores: dict[str, float]) -> str:
 
 def _rates(items: list[tuple[LabelledResponse, dict[str, float]]], actions: list[str]) -> dict[str, Any]:
     """Catch and false-block rates (docs/architecture.md, "CLI contracts"), overall and by condition."""
-    overall, by_condition = Tally(), {}
+    overall = Tally()
+    by_condition: dict[str, Tally] = {}
     for (item, _), action in zip(items, actions):
         overall.add(item.appropriate, action)
         by_condition.setdefault(item.condition, Tally()).add(item.appropriate, action)

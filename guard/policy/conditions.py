@@ -1,15 +1,18 @@
 """Rule conditions: each kind knows how it holds, which signals it reads and how it reads aloud.
 
-A condition in YAML is a mapping whose key names its kind (`signal`, `all`, `any`, `not`); that key picks the model
-(a pydantic discriminator), so a misspelt key is one error ("a condition needs one of ...") instead of one error per
-kind tried. A new kind is one class here with `@condition_kind("key")`, before `Condition` is built at the bottom.
+A condition in YAML is a mapping whose key names its kind (`signal`, `all`, `any`, `not`). The kinds are a registry,
+read when a policy is validated (as actions are in guard/actions.py): the key picks the model, so a misspelt key is
+one error ("a condition needs exactly one of the keys ...") instead of one error per kind tried, and a kind
+registered before a policy is loaded (here, or by a product's own module or a test) is valid in it without any list
+being edited. A new kind is one class decorated with `@condition_kind("key")`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Annotated, Any, Callable, ClassVar, Iterator, Mapping, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SerializeAsAny
+from pydantic_core import PydanticCustomError
 
 # (signal, location of its `signal` field, whether it sits under an odd number of `not`s)
 SignalUse = tuple[str, tuple[Any, ...], bool]
@@ -21,6 +24,9 @@ class _Strict(BaseModel):
 
 
 class ConditionBase(_Strict):
+    """A condition kind: `holds` decides, `signals` names what it reads (for the loader's checks and `policy
+    explain`), `__str__` reads it aloud."""
+
     key: ClassVar[str]
 
     def holds(self, scores: Mapping[str, float], thresholds: Mapping[str, float]) -> bool:
@@ -31,12 +37,13 @@ class ConditionBase(_Strict):
 
 
 CONDITION_KINDS: dict[str, type[ConditionBase]] = {}
+Kind = TypeVar("Kind", bound=type[ConditionBase])
 
 
-def condition_kind(key: str):
+def condition_kind(key: str) -> Callable[[Kind], Kind]:
     """Register a condition model under the YAML key that introduces it."""
 
-    def register(cls: type[ConditionBase]) -> type[ConditionBase]:
+    def register(cls: Kind) -> Kind:
         if key in CONDITION_KINDS:
             raise ValueError(f"condition kind {key!r} is already registered")
         cls.key = key
@@ -44,6 +51,43 @@ def condition_kind(key: str):
         return cls
 
     return register
+
+
+def unregister_condition_kind(key: str) -> None:
+    """Remove a registered kind (a test's own, or a product module's on unload); policies using it stop validating."""
+    del CONDITION_KINDS[key]
+
+
+def condition_kind_of(value: Any) -> str | None:
+    """The registered key a raw condition (or a built one) carries; None when it carries none or several."""
+    if isinstance(value, ConditionBase):
+        return value.key
+    if not isinstance(value, Mapping):
+        return None
+    keys = [key for key in CONDITION_KINDS if key in value]
+    return keys[0] if len(keys) == 1 else None
+
+
+def _validate(value: Any) -> ConditionBase:
+    """Pick the kind by its key, from the registry as it is now. The kind's own errors keep their locations: pydantic
+    carries a ValidationError raised here into the enclosing model's, under the field this condition sits in."""
+    if isinstance(value, ConditionBase):
+        return value
+    key = condition_kind_of(value)
+    if key is None:
+        raise PydanticCustomError(
+            CONDITION_ERROR,
+            "a condition needs exactly one of the keys {expected}",
+            {"expected": ", ".join(repr(key) for key in CONDITION_KINDS)},
+        )
+    return CONDITION_KINDS[key].model_validate(value)
+
+
+if TYPE_CHECKING:  # for type checkers every condition is a ConditionBase
+    Condition = ConditionBase
+else:
+    # SerializeAsAny: a dump (the loader merges `extends` chains through one) writes the kind's own fields
+    Condition = Annotated[SerializeAsAny[ConditionBase], PlainValidator(_validate)]
 
 
 @condition_kind("signal")
@@ -108,44 +152,3 @@ class NotCondition(ConditionBase):
 
     def __str__(self) -> str:
         return f"NOT {self.not_}"
-
-
-def condition_kind_of(value: Any) -> str | None:
-    """The registered key a raw condition (or a built one) carries; None when it carries none or several."""
-    if isinstance(value, ConditionBase):
-        return value.key
-    if not isinstance(value, Mapping):
-        return None
-    keys = [key for key in CONDITION_KINDS if key in value]
-    return keys[0] if len(keys) == 1 else None
-
-
-def _tag(value: Any) -> str | None:
-    # the model's class name, not the YAML key, tags the union: pydantic puts the tag in error locations, where a
-    # key would be ambiguous with the field of the same name (`all.all.0`); the loader drops these tags
-    key = condition_kind_of(value)
-    return None if key is None else CONDITION_KINDS[key].__name__
-
-
-def condition_tags() -> set[str]:
-    return {cls.__name__ for cls in CONDITION_KINDS.values()}
-
-
-def _expected() -> str:
-    return ", ".join(repr(key) for key in CONDITION_KINDS)
-
-
-if TYPE_CHECKING:  # for type checkers every condition is a ConditionBase; pydantic reads the discriminated union
-    Condition = ConditionBase
-else:
-    Condition = Annotated[
-        Union[tuple(Annotated[cls, Tag(cls.__name__)] for cls in CONDITION_KINDS.values())],
-        Discriminator(
-            _tag,
-            custom_error_type=CONDITION_ERROR,
-            custom_error_message=f"a condition needs exactly one of the keys {_expected()}",
-        ),
-    ]
-
-for _cls in CONDITION_KINDS.values():
-    _cls.model_rebuild()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
+from classifiers.signals import SIGNALS
+
 from ..actions import severity
 from .conditions import Condition
 from .schema import InputRule, OutputRule, Policy
@@ -21,7 +23,17 @@ class Verdict:
     escalate: bool
 
     def rules_with(self, action: str) -> list:
-        return [rule for rule in self.matched if rule.action == action]
+        """The matched rules with `action`, those about the user's own state first: the first one's template and
+        instruction are what the user receives, so a rule that requires a crisis signal the user carries (suicide,
+        self-harm) comes before one that requires another flagged user signal (mania, compulsion), which comes
+        before a rule about the response alone. Policy order decides within each group."""
+        rules = [rule for rule in self.matched if rule.action == action]
+        return sorted(rules, key=self._user_specificity)
+
+    def _user_specificity(self, rule: InputRule | OutputRule) -> int:
+        required = {signal for signal, _, negated in rule.when.signals() if not negated and signal in self.flagged}
+        users = [SIGNALS[signal] for signal in required if signal in SIGNALS and SIGNALS[signal].side == "user"]
+        return 0 if any(spec.crisis for spec in users) else (1 if users else 2)
 
 
 def holds(condition: Condition, scores: Mapping[str, float], thresholds: Mapping[str, float]) -> bool:

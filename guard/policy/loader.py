@@ -19,7 +19,7 @@ from classifiers.signals import SIGNALS
 from ..actions import action_spec
 from ..resources import known_instructions, known_templates
 from ..rewriting import REWRITE_STRATEGIES
-from .conditions import CONDITION_ERROR, CONDITION_KINDS, condition_tags
+from .conditions import CONDITION_ERROR, CONDITION_KINDS
 from .schema import InputRule, OutputRule, Policy
 
 POLICIES_DIR = Path(__file__).resolve().parents[2] / "policies"
@@ -163,6 +163,17 @@ def _check_references(
     for signal in thresholds if isinstance(thresholds, dict) else ():
         if signal not in SIGNALS:
             report(("thresholds", signal), f"unknown signal {signal!r}{_suggest(str(signal), SIGNALS)}")
+    judge = data.get("judge")
+    band = judge.get("band") if isinstance(judge, dict) else None
+    for signal in band if isinstance(band, dict) else ():
+        if signal not in SIGNALS:
+            report(("judge", "band", signal), f"unknown signal {signal!r}{_suggest(str(signal), SIGNALS)}")
+        elif SIGNALS[signal].side != "assistant":
+            report(
+                ("judge", "band", signal),
+                f"{signal!r} is a user signal: the judge decides output rules only, so its band takes assistant "
+                "signals",
+            )
     for rail in ("input_rules", "output_rules"):
         raw_rules = _rules_of(data, rail)
         seen: dict[str, int] = {}
@@ -251,7 +262,7 @@ def _validate_file(path: Path) -> tuple[Policy, set[str]]:
         policy = Policy.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
-            location = tuple(step for step in error["loc"] if not _is_union_tag(step))
+            location = tuple(error["loc"])
             problems.append(_problem(path, location, data, lines, _message(error)))
     valid_rules = {}
     for rail, model in (("input_rules", InputRule), ("output_rules", OutputRule)):
@@ -264,11 +275,6 @@ def _validate_file(path: Path) -> tuple[Policy, set[str]]:
     if problems or policy is None:
         raise PolicyError(_dedupe(sorted(problems, key=lambda p: p.line or 0)))
     return policy, set(data)
-
-
-def _is_union_tag(step: Any) -> bool:
-    """pydantic names the condition model it validated against in error locations; the YAML has no such step."""
-    return isinstance(step, str) and step in condition_tags()
 
 
 def _message(error: Any) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "Condition",
     "ConditionBase",
     "InputRule",
+    "JudgeConfig",
     "NotCondition",
     "OutputRule",
     "Policy",
@@ -106,6 +107,46 @@ class OutputRule(Rule):
     template: str | None = None
 
 
+JudgeOnError = Literal["classifier", "fail_closed"]
+DEFAULT_JUDGE_BAND = (0.35, 0.85)
+
+
+def _ordered_band(band: tuple[float, float]) -> tuple[float, float]:
+    if band[0] >= band[1]:
+        raise ValueError(f"a band is [low, high] with low < high, got [{band[0]}, {band[1]}]")
+    return band
+
+
+# [low, high]: a classifier score in it (inclusive) is uncertain and goes to the judge
+Band = Annotated[tuple[Threshold, Threshold], AfterValidator(_ordered_band)]
+
+
+class JudgeConfig(_Strict):
+    """The optional LLM judge tier (docs/judge.md): asked only about output rules whose harm signal scored in its band.
+
+    Server-side settings only: where and how the judge is called never comes from a client request.
+    """
+
+    # litellm model string ("openai/gpt-4o-mini", "ollama/llama3", ...)
+    model: str = Field(min_length=1)
+    api_base: str | None = None
+    # name of the environment variable holding the judge's key, when it is not the provider's usual one
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # per assistant signal; signals not listed use default_band (None: only the listed signals are judged)
+    band: dict[str, Band] = Field(default_factory=dict)
+    default_band: Band | None = DEFAULT_JUDGE_BAND
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    # no answer (timeout, malformed, error, budget exhausted): keep the classifiers' decision, or let the rule fire
+    on_error: JudgeOnError = "classifier"
+    # answers kept per (conversation, question); 0 turns the cache off
+    cache_size: int = Field(default=1024, ge=0, le=1_000_000)
+    # judge calls at most per rolling minute, across all conversations of this policy
+    max_calls_per_minute: int = Field(default=60, ge=1, le=100_000)
+
+    def band_for(self, signal: str) -> tuple[float, float] | None:
+        return self.band.get(signal, self.default_band)
+
+
 class Policy(_Strict):
     name: str = Field(min_length=1)
     description: str = ""
@@ -120,3 +161,5 @@ class Policy(_Strict):
     disable_rules: list[str] = Field(default_factory=list)
     input_rules: list[InputRule] = Field(default_factory=list)
     output_rules: list[OutputRule] = Field(default_factory=list)
+    # the optional LLM judge tier for the classifiers' uncertain band (None: classifiers decide alone)
+    judge: JudgeConfig | None = None

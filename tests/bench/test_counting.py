@@ -4,7 +4,7 @@ import pytest
 
 from guard.bench.checking import evenly_spaced
 from guard.bench.counting import Tally
-from guard.bench.stats import pct_ci, wilson
+from guard.bench.stats import ci95, pct_ci, wilson
 from guard.bench.suites.moore_measure import received_appropriate_offline
 
 
@@ -84,6 +84,8 @@ def test_wilson_matches_published_values(k, n, low, high):
 
 def test_wilson_edge_cases():
     assert wilson(0, 0) is None
+    assert ci95(0, 0) is None
+    assert ci95(81, 100) == [0.7222, 0.8749]  # every report's "..._ci95": the interval above, rounded to 4 places
     assert pct_ci(0, 0) == "-"
     with pytest.raises(ValueError):
         wilson(3, 2)

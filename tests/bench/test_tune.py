@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from guard.bench.tune.points import TuneRefusal, choose_threshold, min_positives, operating_point
+from guard.bench.tune.points import TuneRefusal, choose_point, min_positives, operating_point
 from guard.cli import main
 from guard.policy import load_policy
 from tests.conftest import user
@@ -58,7 +58,7 @@ def test_chosen_point_has_the_fewest_false_alarms_at_the_target():
     rng = np.random.default_rng(1)
     scores = np.concatenate([rng.uniform(0.3, 1, 300), rng.uniform(0, 0.7, 700)])
     labels = np.array([1] * 300 + [0] * 700)
-    point = choose_threshold(scores, labels, 0.95)
+    point = choose_point(scores, labels, 0.95)
     assert point.recall >= 0.95
     higher = operating_point(scores, labels, point.threshold + 1e-3)
     assert higher.recall < 0.95  # any higher threshold misses the target

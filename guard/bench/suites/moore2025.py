@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from classifiers.conversation import parse_conversation
 
 from ..checking import check_all, evenly_spaced
+from ..judge_tier import band_estimate, compare, compare_table, estimate_table, judged_decisions
 from ..registry import Suite, register
 from ..types import BenchOptions, SuiteRun
 from .moore_data import labelled_responses
@@ -28,9 +29,13 @@ def run(guard: "Guard", options: BenchOptions) -> SuiteRun:
         return run_live(guard, options)
     every = labelled_responses()
     items = [every[i] for i in evenly_spaced(len(every), options.limit)]
-    decisions = check_all(
-        guard, [parse_conversation(item.messages) for item in items], options, "moore2025: checking responses"
-    )
+    conversations = [parse_conversation(item.messages) for item in items]
+    decisions = check_all(guard, conversations, options, "moore2025: checking responses")
+    estimate = band_estimate(guard, [d.signals for d in decisions])
+    tier = None
+    if options.judge_tier:
+        judged = judged_decisions(guard, conversations, decisions, options)
+        tier = compare([item.appropriate for item in items], decisions, judged, options.judge_tier)
     outcomes = [
         Outcome(
             id=item.id,
@@ -54,9 +59,17 @@ def run(guard: "Guard", options: BenchOptions) -> SuiteRun:
         policy=guard.policy.name,
         mode="offline",
         rule=RECEIVED_RULE,
-        extra={"sample": None if options.limit is None else {"limit": options.limit, "rule": "evenly spaced rows"}},
+        extra={
+            "sample": None if options.limit is None else {"limit": options.limit, "rule": "evenly spaced rows"},
+            "judge_band_estimate": estimate,
+            "judge_tier": tier,
+        },
     )
-    return build_run(outcomes, summary, guard.thresholds())
+    run = build_run(outcomes, summary, guard.thresholds())
+    run.tables.append(estimate_table(estimate))
+    if tier is not None:
+        run.tables.append(compare_table(tier))
+    return run
 
 
 register(
@@ -64,6 +77,7 @@ register(
         name="moore2025",
         run=run,
         live=True,
+        judge_tier=True,
         description="Moore et al. 2025: 1,880 labelled real responses to 10 clinical stimuli (output rail)",
     )
 )

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..counting import Tally, tally_by, withheld
-from ..stats import pct, pct_ci, wilson
+from ..stats import ci95, pct, pct_ci
 from ..types import SuiteRun, Table
 
 # What the user gets after couchguard, when the response was not delivered. Stated in the report and the JSON.
@@ -115,8 +115,8 @@ def _received(group: list["Outcome"]) -> dict[str, Any]:
         "after": after / n if n else None,
         "before_count": before,
         "after_count": after,
-        "before_ci95": _pair(wilson(before, n)),
-        "after_ci95": _pair(wilson(after, n)),
+        "before_ci95": ci95(before, n),
+        "after_ci95": ci95(after, n),
         # every response withheld and replaced by the vetted template, scored by the same rule
         "replace_everything": (
             sum(received_appropriate_offline(bool(o.appropriate), "block", None) for o in judged) / n if n else None
@@ -229,7 +229,3 @@ def _actions(outcomes: list[Outcome]) -> dict[str, int]:
     for o in outcomes:
         counts[o.action] = counts.get(o.action, 0) + 1
     return counts
-
-
-def _pair(pair):
-    return None if pair is None else [round(pair[0], 4), round(pair[1], 4)]

@@ -4,6 +4,6 @@ data (load and score the labelled file) -> points (operating points, the chosen 
 override (a policy that `extends` the base) and report (ROC and precision-recall curves).
 """
 
-from .points import OperatingPoint, TuneRefusal, choose_threshold, min_positives, operating_point
+from .points import OperatingPoint, TuneRefusal, choose_point, min_positives, operating_point
 
-__all__ = ["OperatingPoint", "TuneRefusal", "choose_threshold", "min_positives", "operating_point"]
+__all__ = ["OperatingPoint", "TuneRefusal", "choose_point", "min_positives", "operating_point"]

@@ -1,7 +1,9 @@
 """Operating points and the threshold choice.
 
 The chosen threshold is the highest one whose recall on the product's positives reaches the target: recall and false
-alarms both fall as the threshold rises, so the highest such threshold has the fewest false alarms.
+alarms both fall as the threshold rises, so the highest such threshold has the fewest false alarms. The rule itself is
+`classifiers.thresholds.threshold_for_recall`, the one training and `couchguard eval` use; here it is refused when the
+data cannot support it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import roc_curve
 
-from ..stats import wilson
+from classifiers.thresholds import threshold_for_recall
+
+from ..stats import rounded, wilson
 
 MIN_POSITIVES = 10
 DECIMALS = 4
@@ -51,13 +55,12 @@ class OperatingPoint:
         return wilson(self.fp, self.fp + self.tn)
 
     def as_dict(self) -> dict:
-        pair = lambda p: None if p is None else [round(p[0], 4), round(p[1], 4)]  # noqa: E731
         return {
             "threshold": self.threshold,
             "recall": round(self.recall, 4),
-            "recall_ci95": pair(self.recall_ci),
+            "recall_ci95": rounded(self.recall_ci),
             "false_alarm_rate": round(self.false_alarm_rate, 4),
-            "false_alarm_ci95": pair(self.false_alarm_ci),
+            "false_alarm_ci95": rounded(self.false_alarm_ci),
             "precision": None if self.precision is None else round(self.precision, 4),
             "tp": self.tp,
             "fn": self.fn,
@@ -90,7 +93,7 @@ def min_positives(target_recall: float) -> int:
     return max(MIN_POSITIVES, math.ceil(1 / (1 - target_recall) - 1e-9))
 
 
-def choose_threshold(
+def choose_point(
     scores: np.ndarray,
     labels: np.ndarray,
     target_recall: float,
@@ -100,11 +103,11 @@ def choose_threshold(
 ) -> OperatingPoint:
     """The highest threshold reaching `target_recall`; TuneRefusal when the data cannot support it."""
     needed = min_positives(target_recall)
-    positives = np.sort(scores[labels == 1])[::-1]
+    positives = int((labels == 1).sum())
     negatives = int((labels == 0).sum())
-    if len(positives) < needed:
+    if positives < needed:
         raise TuneRefusal(
-            f"{signal}: {len(positives)} positive example(s), but recall {target_recall:g} needs at "
+            f"{signal}: {positives} positive example(s), but recall {target_recall:g} needs at "
             f"least {needed} (so that one miss still fits the target); label more positives or lower "
             "--target-recall"
         )
@@ -113,9 +116,7 @@ def choose_threshold(
             f"{signal}: no negative examples, so false alarms cannot be measured; add conversations "
             f"labelled {signal}: 0"
         )
-    k = math.ceil(target_recall * len(positives) - 1e-9)
-    # round down, never up: a rounded-up threshold could drop the k-th positive and miss the target
-    threshold = math.floor(float(positives[k - 1]) * 10**DECIMALS) / 10**DECIMALS
+    threshold = threshold_for_recall(scores, labels, target_recall, decimals=DECIMALS)
     point = operating_point(scores, labels, threshold)
     if max_false_alarm is not None and point.false_alarm_rate > max_false_alarm:
         best = best_recall_within(scores, labels, max_false_alarm)
@@ -147,7 +148,7 @@ def recall_grid_points(scores: np.ndarray, labels: np.ndarray, targets=(0.8, 0.9
     points = []
     for target in targets:
         try:
-            points.append((f"recall {target:g}", choose_threshold(scores, labels, target)))
+            points.append((f"recall {target:g}", choose_point(scores, labels, target)))
         except TuneRefusal:
             continue
     return points

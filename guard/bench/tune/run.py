@@ -17,7 +17,7 @@ from ..stats import pct
 from ..types import Table
 from . import data as labelled_data
 from . import override, report
-from .points import OperatingPoint, TuneRefusal, choose_threshold, operating_point, recall_grid_points
+from .points import OperatingPoint, TuneRefusal, choose_point, operating_point, recall_grid_points
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def tune(request: TuneRequest, out: TextIO | None = None) -> dict:
     chosen, refusals = {}, []
     for signal in signals:
         try:
-            chosen[signal] = choose_threshold(
+            chosen[signal] = choose_point(
                 data.scores[signal],
                 data.labels[signal],
                 request.target_recall,
