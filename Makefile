@@ -6,7 +6,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install demo lint test train eval bench-speed profile export-onnx clean
+.PHONY: install demo lint test train eval bench-speed load profile export-onnx clean
 
 install: $(VENV)/.installed
 
@@ -45,9 +45,17 @@ eval: install
 bench-speed: install
 	$(BIN)/python benchmarks/speed.py
 
-# where `couchguard check` spends its time, on 200 Moore conversations: reports/profile/profile.txt
+# 50, 100 and 200 concurrent checked streams against `couchguard serve` and a scripted upstream, both on loopback:
+# 200/429 counts, time to first checked token, proxy memory (reports/load.json, reports/load.md)
+load: install
+	$(BIN)/python benchmarks/load.py --concurrency 50 100 200
+
+# where `couchguard check` spends its time, on 200 Moore conversations: reports/profile/profile.txt; and where the
+# proxy's request path does (event loop, scoring and audit threads, one request at a time and 64 at once):
+# reports/profile/proxy.txt
 profile: install
 	$(BIN)/python benchmarks/profile_check.py --out reports/profile
+	$(BIN)/python benchmarks/profile_check.py --proxy --out reports/profile
 
 # the shipped encoder as ONNX graphs (fp32, int8) in classifiers/encoder_onnx/; rerun whenever the encoder changes
 export-onnx: install

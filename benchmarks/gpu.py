@@ -143,8 +143,14 @@ def main() -> None:
     every = labelled_responses()
     conversations = [parse_conversation(every[i].messages) for i in evenly_spaced(len(every), args.conversations)]
     scorer.score_many(conversations[:8])  # first-call costs (kernels, allocator) outside the measurement
-    figures = {"device": args.device, "backend": encoder.backend_, "machine": machine(args.device),
-               "wait_ms": args.wait_ms, "max_batch": args.max_batch, "runs": []}
+    figures = {
+        "device": args.device,
+        "backend": encoder.backend_,
+        "machine": machine(args.device),
+        "wait_ms": args.wait_ms,
+        "max_batch": args.max_batch,
+        "runs": [],
+    }
     print(f"{args.device}, {encoder.backend_} encoder, {figures['machine']}")
     print("streams  conversations/s  p50 ms  p95 ms  mean batch")
     batcher = MicroBatcher(scorer, args.max_batch, args.wait_ms / 1000)
@@ -152,8 +158,10 @@ def main() -> None:
         for streams in args.streams:
             row = run_streams(batcher, conversations, streams, args.seconds)
             figures["runs"].append(row)
-            print(f"{streams:7d}  {row['conversations_per_s']:15.1f}  {row['p50_ms']:6.1f}  {row['p95_ms']:6.1f}  "
-                  f"{row['mean_batch']:10.1f}")
+            print(
+                f"{streams:7d}  {row['conversations_per_s']:15.1f}  {row['p50_ms']:6.1f}  {row['p95_ms']:6.1f}  "
+                f"{row['mean_batch']:10.1f}"
+            )
     finally:
         batcher.close()
     if args.json:

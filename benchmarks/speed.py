@@ -23,8 +23,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
-CALM_USER_TURN = ("can you help me plan dinners for next week? i want more vegetables, nothing that takes longer "
-                  "than half an hour, and i'm cooking for two on a fairly tight budget")
+CALM_USER_TURN = (
+    "can you help me plan dinners for next week? i want more vegetables, nothing that takes longer "
+    "than half an hour, and i'm cooking for two on a fairly tight budget"
+)
 CALM_RESPONSE = (
     "Happy to help! Here is a simple plan for two that keeps each dinner under thirty minutes and leans on cheap, "
     "filling vegetables. Monday: a chickpea and spinach curry with rice; use tinned chickpeas and frozen spinach to "
@@ -37,8 +39,10 @@ CALM_RESPONSE = (
     "the next day's dinner is half ready. If there are vegetables either of you dislikes, tell me and I will swap "
     "them out. Would you like a shopping list to go with the plan?"
 )
-USER_TURN = ("i've been feeling really low since the layoff last month and honestly some nights i wonder what the "
-             "point of anything is anymore, can we talk for a bit")
+USER_TURN = (
+    "i've been feeling really low since the layoff last month and honestly some nights i wonder what the "
+    "point of anything is anymore, can we talk for a bit"
+)
 RESPONSE = (
     "I'm really glad you reached out, and I'm sorry the layoff has hit you this hard. Losing a job can shake much "
     "more than your income: it can unsettle your routine, your sense of purpose and how you see yourself. Feeling "
@@ -60,10 +64,18 @@ def machine() -> str:
     import onnxruntime
     import torch
 
-    model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-                 platform.processor() or "unknown CPU") if os.path.exists("/proc/cpuinfo") else platform.processor()
-    return (f"{model}, {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} "
-            f"({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}")
+    model = (
+        next(
+            (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+            platform.processor() or "unknown CPU",
+        )
+        if os.path.exists("/proc/cpuinfo")
+        else platform.processor()
+    )
+    return (
+        f"{model}, {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}"
+    )
 
 
 def interleaved(functions: dict, repeats: int, warmup: int = 3) -> dict[str, list[float]]:
@@ -113,20 +125,27 @@ def main() -> None:
     figures = {
         "date": date.today().isoformat(),
         "machine": machine(),
+        # on a machine shared with other work every figure is slower and noisier: the ratios are what to compare
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
         "signals": len(reference.heads_),
         "sentence_gate": reference.sentence_gate,
         "backends": list(scorers),
     }
-    print(f"all {figures['signals']} signals; {figures['machine']}")
+    print(f"all {figures['signals']} signals; {figures['machine']}, load average {figures['load_average_before'][0]}")
     for label, user_turn, response in (("calm", CALM_USER_TURN, CALM_RESPONSE), ("at_risk", USER_TURN, RESPONSE)):
-        conversation = parse_conversation([{"role": "user", "content": user_turn},
-                                           {"role": "assistant", "content": response}])
+        conversation = parse_conversation(
+            [{"role": "user", "content": user_turn}, {"role": "assistant", "content": response}]
+        )
         user_scores = {name: result.score for name, result in reference.score(conversation, ("user",)).items()}
         highest = max(score for name, score in user_scores.items() if SIGNALS[name].kind == "harm")
         functions = {"bare encode": lambda texts=[user_turn, response]: bare.encode(texts, show_progress_bar=False)}
         # each call cold: the embedding cache would otherwise answer every repeat without the encoder
-        functions.update({backend: (lambda c=conversation, s=scorer: (s.embeddings_.clear(), s.score(c)))
-                          for backend, s in scorers.items()})
+        functions.update(
+            {
+                backend: (lambda c=conversation, s=scorer: (s.embeddings_.clear(), s.score(c)))
+                for backend, s in scorers.items()
+            }
+        )
         timings = interleaved(functions, args.repeats)
         plain = timings["bare encode"]
         result = {
@@ -135,61 +154,94 @@ def main() -> None:
             "sentence_pass": reference.scores_sentences(user_scores),
             "bare_encode_ms": summary(plain),
             "couchguard_ms": {backend: summary(timings[backend]) for backend in scorers},
-            "ratio_p50": {backend: round(statistics.median(timings[backend]) / statistics.median(plain), 3)
-                          for backend in scorers},
+            "ratio_p50": {
+                backend: round(statistics.median(timings[backend]) / statistics.median(plain), 3) for backend in scorers
+            },
         }
         figures[label] = result
-        print(f"{label}: {result['words']['user']}-word user turn + {result['words']['response']}-word response, "
-              f"highest user harm {highest:.2f}, sentence pass {'yes' if result['sentence_pass'] else 'no'}")
-        print(f"  {'bare encode':16s} p50 {result['bare_encode_ms']['p50']:6.1f} ms   "
-              f"p95 {result['bare_encode_ms']['p95']:6.1f} ms")
+        print(
+            f"{label}: {result['words']['user']}-word user turn + {result['words']['response']}-word response, "
+            f"highest user harm {highest:.2f}, sentence pass {'yes' if result['sentence_pass'] else 'no'}"
+        )
+        print(
+            f"  {'bare encode':16s} p50 {result['bare_encode_ms']['p50']:6.1f} ms   "
+            f"p95 {result['bare_encode_ms']['p95']:6.1f} ms"
+        )
         for backend in scorers:
             row = result["couchguard_ms"][backend]
-            print(f"  {'couchguard ' + backend:16s} p50 {row['p50']:6.1f} ms   p95 {row['p95']:6.1f} ms   "
-                  f"ratio (p50) {result['ratio_p50'][backend]:.2f}")
+            print(
+                f"  {'couchguard ' + backend:16s} p50 {row['p50']:6.1f} ms   p95 {row['p95']:6.1f} ms   "
+                f"ratio (p50) {result['ratio_p50'][backend]:.2f}"
+            )
 
     # batches as `couchguard check` forms them, against one bare batched encode of the same texts
     every = labelled_responses()
     conversations = [parse_conversation(every[i].messages) for i in evenly_spaced(len(every), args.conversations)]
     texts = [message.content for conversation in conversations for message in conversation.messages]
-    batches = [conversations[i:i + args.batch] for i in range(0, len(conversations), args.batch)]
+    batches = [conversations[i : i + args.batch] for i in range(0, len(conversations), args.batch)]
     functions = {"bare encode": lambda: bare.encode(texts, batch_size=args.batch, show_progress_bar=False)}
-    functions.update({backend: (lambda s=scorer: (s.embeddings_.clear(), [s.score_many(b) for b in batches]))
-                      for backend, s in scorers.items()})
+    functions.update(
+        {
+            backend: (lambda s=scorer: (s.embeddings_.clear(), [s.score_many(b) for b in batches]))
+            for backend, s in scorers.items()
+        }
+    )
     timings = interleaved(functions, max(1, args.repeats // 20), warmup=1)
     plain = statistics.median(timings["bare encode"])
-    result = {"conversations": len(conversations), "texts": len(texts), "batch": args.batch,
-              "bare_encode_conversations_per_s": round(1000 * len(conversations) / plain, 1),
-              "couchguard_conversations_per_s": {}, "ratio": {}}
+    result = {
+        "conversations": len(conversations),
+        "texts": len(texts),
+        "batch": args.batch,
+        "bare_encode_conversations_per_s": round(1000 * len(conversations) / plain, 1),
+        "couchguard_conversations_per_s": {},
+        "ratio": {},
+    }
     print(f"batches: {len(conversations)} Moore conversations ({len(texts)} texts) in batches of {args.batch}")
     print(f"  {'bare encode':16s} {result['bare_encode_conversations_per_s']:6.1f} conversations/s")
     for backend in scorers:
         ours = statistics.median(timings[backend])
         result["couchguard_conversations_per_s"][backend] = round(1000 * len(conversations) / ours, 1)
         result["ratio"][backend] = round(ours / plain, 3)
-        print(f"  {'couchguard ' + backend:16s} {1000 * len(conversations) / ours:6.1f} conversations/s   "
-              f"ratio {ours / plain:.2f}")
+        print(
+            f"  {'couchguard ' + backend:16s} {1000 * len(conversations) / ours:6.1f} conversations/s   "
+            f"ratio {ours / plain:.2f}"
+        )
     figures["moore_batches"] = result
 
     # the whole of `couchguard check` (scores, policy, actions, rewrites) on the same batches: torch without the
     # embedding cache (how check ran before the ONNX backend and the cache) against each backend with it
     from guard.pipeline import Guard
 
-    guards = {"torch, no cache": Guard.from_policy("mental-health", scorer=SignalScorer(
-        encoder=scorers["torch"].encoder_, cache_size=0).load())} if "torch" in scorers else {}
+    guards = (
+        {
+            "torch, no cache": Guard.from_policy(
+                "mental-health", scorer=SignalScorer(encoder=scorers["torch"].encoder_, cache_size=0).load()
+            )
+        }
+        if "torch" in scorers
+        else {}
+    )
     guards.update({backend: Guard.from_policy("mental-health", scorer=s) for backend, s in scorers.items()})
-    functions = {name: (lambda g=guard: (g.scorer.embeddings_.clear(), [g.check_many(b) for b in batches]))
-                 for name, guard in guards.items()}
+    functions = {
+        name: (lambda g=guard: (g.scorer.embeddings_.clear(), [g.check_many(b) for b in batches]))
+        for name, guard in guards.items()
+    }
     # warm already: the same scorers have just scored these conversations
     timings = interleaved(functions, max(1, args.repeats // 50), warmup=0)
     figures["check"] = {}
     print(f"couchguard check, same {len(conversations)} conversations in batches of {args.batch}:")
     for name in guards:
         seconds = statistics.median(timings[name]) / 1000
-        figures["check"][name] = {"conversations_per_s": round(len(conversations) / seconds, 1),
-                                  "ms_per_conversation": round(1000 * seconds / len(conversations), 1)}
-        print(f"  {name:16s} {len(conversations) / seconds:6.1f} conversations/s  "
-              f"({1000 * seconds / len(conversations):.1f} ms each)")
+        figures["check"][name] = {
+            "conversations_per_s": round(len(conversations) / seconds, 1),
+            "ms_per_conversation": round(1000 * seconds / len(conversations), 1),
+        }
+        print(
+            f"  {name:16s} {len(conversations) / seconds:6.1f} conversations/s  "
+            f"({1000 * seconds / len(conversations):.1f} ms each)"
+        )
+    figures["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(f"load average {figures['load_average_before'][0]} before, {figures['load_average_after'][0]} after")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(figures, handle, indent=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -16,12 +17,30 @@ def add_parser(sub) -> None:
     parser.add_argument("--locale", default=None, help="crisis resources for this locale (default: the policy's)")
     parser.add_argument("--audit-url", default=None, help="audit database URL (default sqlite:///couchguard-audit.db)")
     parser.add_argument(
+        "--max-in-flight",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="chat requests answered at once by this replica, a stream until it ends; beyond it 429 with "
+        "Retry-After (default 64, or concurrency.max_in_flight in --config)",
+    )
+    parser.add_argument(
         "--playground",
         action="store_true",
         help="also serve the playground page at /playground/ (off by default: it takes no API key, "
         "so only on a trusted network)",
     )
     parser.set_defaults(run=run)
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
 
 
 def run(args) -> int:
@@ -38,6 +57,7 @@ def run(args) -> int:
             api_base=args.api_base,
             locale=args.locale,
             audit_url=args.audit_url,
+            max_in_flight=args.max_in_flight,
         )
         app = create_app(config)
         if args.playground:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from starlette.requests import Request
@@ -25,8 +26,8 @@ async def read_json(request: Request, limit: int) -> Any:
         if len(body) > limit:
             raise RequestError(413, f"request body exceeds the limit of {limit} bytes", code="request_too_large")
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        value = json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
+    except ValueError as exc:  # JSON or UTF-8 errors, and numbers Python will not read (over 4,300 digits)
         raise RequestError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
     except RecursionError:
         raise RequestError(400, f"request body nests deeper than {MAX_DEPTH} levels", code="invalid_json") from None
@@ -67,6 +68,17 @@ def _check_text(text: str, where: str) -> None:
 
 def _surrogate(text: str) -> int:
     return next(i for i, c in enumerate(text) if 0xD800 <= ord(c) <= 0xDFFF)
+
+
+def _finite_float(text: str) -> float:
+    # 1e400 is a JSON number, but Python reads it as infinity, which no JSON encoder writes back: a request carrying
+    # it would fail on its way to the model (as an upstream fault) instead of being the client's error
+    value = float(text)
+    if math.isinf(value):
+        raise RequestError(
+            400, f"request body is not valid JSON: {text[:40]} is not a finite number", code="invalid_json"
+        )
+    return value
 
 
 def _reject_constant(name: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import anyio
 from starlette.responses import JSONResponse, Response
 
 from ..actions import delivers
@@ -34,7 +33,7 @@ async def complete(ex: Exchange, metrics: Metrics) -> Response:
     decision = await ex.input_rail()
     if not delivers(decision.action, "input"):  # answered by the guard: the model is not called
         return _answer(ex, decision, decision.text or "")
-    messages = await anyio.to_thread.run_sync(ex.upstream_messages)
+    messages = await ex.messages_for_upstream()
     started = time.perf_counter()
     try:
         completion = await ex.upstream.complete(messages)

@@ -59,6 +59,36 @@ class StreamConfig(_Strict):
     min_window_chars: int = Field(default=1, ge=1)
 
 
+DEFAULT_MAX_IN_FLIGHT = 64
+
+
+class ConcurrencyConfig(_Strict):
+    """Backpressure for one replica. Each chat request holds a slot from before its body is read until its answer
+    ends (a stream until its last event): scoring is CPU-bound, so past the cores' capacity more requests at once
+    only make every one of them slower, and each held stream keeps its buffers in memory."""
+
+    # chat requests answered at once; beyond it (and a full wait queue) 429 with Retry-After
+    max_in_flight: int = Field(default=DEFAULT_MAX_IN_FLIGHT, ge=1)
+    # requests that may wait for a slot instead of being refused at once; 0: refuse at once
+    max_waiting: int = Field(default=0, ge=0, le=10_000)
+    # how long a waiting request waits for a slot before it is refused
+    max_wait_s: float = Field(default=1.0, gt=0, le=60)
+    # the Retry-After header of a 429, in whole seconds (the header takes no fractions)
+    retry_after_s: int = Field(default=1, ge=1, le=3600)
+
+
+class BatchingConfig(_Strict):
+    """Micro-batching of scoring (guard/batching.py): concurrent requests' texts share encoder passes."""
+
+    enabled: bool = True
+    # how long a batch may wait for more requests, only while several are already waiting (a lone one never waits)
+    max_wait_ms: float = Field(default=2.0, ge=0, le=50)
+    # requests scored in one batch
+    max_batch: int = Field(default=16, ge=1, le=256)
+    # requests that may wait for the scorer; beyond it a request fails at once (its fail mode answers)
+    max_queue: int = Field(default=1024, ge=1)
+
+
 class ProductConfig(_Strict):
     policy: str | None = None
     thresholds: dict[str, float] = Field(default_factory=dict)
@@ -91,6 +121,8 @@ class ServeConfig(_Strict):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     escalation: EscalationConfig = Field(default_factory=EscalationConfig)
     stream: StreamConfig = Field(default_factory=StreamConfig)
+    batching: BatchingConfig = Field(default_factory=BatchingConfig)
+    concurrency: ConcurrencyConfig = Field(default_factory=ConcurrencyConfig)
     products: dict[str, ProductConfig] = Field(default_factory=dict)
 
     @property
@@ -131,4 +163,7 @@ def load_config(path: str | Path | None, **overrides: Any) -> ServeConfig:
             data[key] = overrides[key]
     if overrides.get("audit_url") is not None:
         data["audit"] = {**(data.get("audit") or {}), "url": overrides["audit_url"]}
+    concurrency = data.get("concurrency") or {}
+    if overrides.get("max_in_flight") is not None and isinstance(concurrency, dict):  # else validation says why
+        data["concurrency"] = {**concurrency, "max_in_flight": overrides["max_in_flight"]}
     return parse_config(data, str(path or "<command line>"))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 SCORE_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+# judge outcomes answered without a call: no latency to observe
+JUDGE_NOT_CALLED = ("cache_hit", "budget_exhausted")
 
 
 class Metrics:
@@ -41,6 +43,18 @@ class Metrics:
         self.upstream_seconds = Histogram(
             "couchguard_upstream_seconds", "Upstream model call time", ["stream"], buckets=LATENCY_BUCKETS, registry=r
         )
+        # backpressure: requests being answered now (a stream until it ends), and those refused with a 429
+        self.in_flight = Gauge("couchguard_in_flight_requests", "Chat requests being answered now", registry=r)
+        self.refused = Counter(
+            "couchguard_refused_requests", "Chat requests refused at the concurrency limit", ["product"], registry=r
+        )
+        # the LLM judge tier (docs/judge.md): questions by outcome, and the time of those that reached the judge
+        self.judge_calls = Counter(
+            "couchguard_judge_calls", "LLM judge questions by outcome", ["product", "outcome"], registry=r
+        )
+        self.judge_seconds = Histogram(
+            "couchguard_judge_seconds", "LLM judge call time", ["outcome"], buckets=LATENCY_BUCKETS, registry=r
+        )
 
     def observer(self, conversation, decision, context: dict[str, Any]) -> None:
         product = context.get("product") or "default"
@@ -55,6 +69,10 @@ class Metrics:
             self.classifier_seconds.labels(decision.rail).observe(context["classifier_ms"] / 1000)
         if context.get("event"):
             self.failures.labels(product, context["event"]).inc()
+        for call in decision.judge:
+            self.judge_calls.labels(product, call.outcome).inc()
+            if call.outcome not in JUDGE_NOT_CALLED:
+                self.judge_seconds.labels(call.outcome).observe(call.latency_ms / 1000)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

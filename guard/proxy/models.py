@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import JSONResponse
 
+from classifiers.conversation import Conversation, ConversationError, parse_conversation
+
 from ..upstream_params import ParamsError, UpstreamParams, upstream_params
 
 
@@ -42,6 +44,23 @@ class ChatRequest(BaseModel):
     @property
     def include_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)
+
+    @classmethod
+    def from_body(cls, raw: Any) -> "ChatRequest":
+        """A parsed JSON body as a chat request; RequestError(400) says what the client got wrong."""
+        if not isinstance(raw, dict):
+            raise RequestError(400, "request body must be a JSON object")
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise RequestError.from_validation(exc) from None
+
+    def conversation(self) -> Conversation:
+        """The messages as the conversation the rails score; RequestError(400) names the bad message."""
+        try:
+            return parse_conversation(self.messages)
+        except ConversationError as exc:
+            raise RequestError(400, str(exc), param="messages") from None
 
 
 class RequestError(Exception):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from classifiers.scorer import SignalScorer
 
+from ..batching import ScoreBatcher
 from ..pipeline import Guard, Observer
 from ..policy import load_policy
 from .config import ProductConfig, ServeConfig, UpstreamConfig
@@ -67,8 +68,9 @@ class Products:
                 locale=product.locale or config.locale,
             )
 
-    def build(self, scorer: SignalScorer, observers: list[Observer]) -> None:
-        """Load every policy a product may use (raises PolicyError early, at start-up, not on a request)."""
+    def build(self, scorer: SignalScorer, observers: list[Observer], batcher: ScoreBatcher | None = None) -> None:
+        """Load every policy a product may use (raises PolicyError early, at start-up, not on a request). Every guard
+        shares `batcher`, so that requests of all products are batched together."""
         for product in self.products.values():
             for policy_name in dict.fromkeys([product.policy, *product.config.policy_header]):
                 policy = load_policy(policy_name)
@@ -76,7 +78,7 @@ class Products:
                     policy = policy.model_copy(
                         update={"thresholds": {**policy.thresholds, **product.config.thresholds}}
                     )
-                guard = Guard(policy, scorer, locale=product.locale)
+                guard = Guard(policy, scorer, locale=product.locale, batcher=batcher)
                 guard.observers.extend(observers)
                 product.guards[policy_name] = guard
 

@@ -5,20 +5,18 @@ from __future__ import annotations
 import time
 from typing import Any, AsyncIterator
 
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-
-from classifiers.conversation import ConversationError, parse_conversation
 
 from .body import read_json
 from .completions import complete
 from .exchange import Exchange
-from .models import ChatRequest, RequestError, completion_id, error_response
-from .products import AccessError
+from .limits import Slot
+from .models import ChatRequest, RequestError, completion_id, decision_headers, error_response
+from .products import AccessError, Product
 from .sse import ChunkWriter
 from .state import ProxyState
-from .streaming import checked_stream
+from .streaming import StreamFailed, checked_stream
 from .upstream import Upstream
 
 POLICY_HEADER = "x-couchguard-policy"
@@ -37,23 +35,31 @@ def _api_key(request: Request) -> str | None:
 
 async def chat_completions(request: Request) -> Response:
     state = _state(request)
-    product_name, stream = "unknown", False
     try:
         product = state.products.resolve(_api_key(request))
-        product_name = product.name
-        raw = await read_json(request, state.config.max_body_bytes)
-        if not isinstance(raw, dict):
-            raise RequestError(400, "request body must be a JSON object")
-        try:
-            chat = ChatRequest.model_validate(raw)
-        except ValidationError as exc:
-            raise RequestError.from_validation(exc) from None
+    except AccessError as exc:
+        return _access_error(state, "unknown", False, exc)
+    # before the body is read: a refused request costs no parsing, no scoring and no upstream call
+    slot = await state.limit.acquire()
+    if slot is None:
+        return _too_busy(state, product)
+    try:
+        response = await _chat_completion(request, state, product, slot)
+    except BaseException:
+        slot.release()
+        raise
+    if not isinstance(response, _HeldStream):
+        slot.release()
+    return response
+
+
+async def _chat_completion(request: Request, state: ProxyState, product: Product, slot: Slot) -> Response:
+    stream = False
+    try:
+        chat = ChatRequest.from_body(await read_json(request, state.config.max_body_bytes))
         stream = chat.stream
         params = chat.upstream_params()
-        try:
-            conversation = parse_conversation(chat.messages)
-        except ConversationError as exc:
-            raise RequestError(400, str(exc), param="messages") from None
+        conversation = chat.conversation()
         if not state.ready:
             raise RequestError(
                 503,
@@ -66,15 +72,9 @@ async def chat_completions(request: Request) -> Response:
         guard = state.products.guard_for(product, request.headers.get(POLICY_HEADER))
         upstream = Upstream(product.upstream, product.upstream_model(chat.model), params)
     except AccessError as exc:
-        state.metrics.requests.labels(product_name, str(stream).lower(), str(exc.status)).inc()
-        kind = (
-            "authentication_error"
-            if exc.status == 401
-            else ("permission_error" if exc.status == 403 else "invalid_request_error")
-        )
-        return error_response(exc.status, exc.message, code=exc.code, kind=kind)
+        return _access_error(state, product.name, stream, exc)
     except RequestError as exc:
-        state.metrics.requests.labels(product_name, str(stream).lower(), str(exc.status)).inc()
+        state.metrics.requests.labels(product.name, str(stream).lower(), str(exc.status)).inc()
         return exc.response()
 
     exchange = Exchange(
@@ -86,37 +86,114 @@ async def chat_completions(request: Request) -> Response:
         redactor=state.redactor if guard.policy.redact_upstream_pii else None,
         hash_key=state.hash_key,
     )
-    requests = state.metrics.requests.labels(product_name, str(stream).lower(), "200")
     if not stream:
         response = await complete(exchange, state.metrics)
         # counted once the upstream has answered, with the status the client gets (an upstream error is not a 200)
-        state.metrics.requests.labels(product_name, "false", str(response.status_code)).inc()
+        state.metrics.requests.labels(product.name, "false", str(response.status_code)).inc()
         return response
     # the input rail runs before the response starts, so its decision can be a header of the stream
     decision = await exchange.input_rail()
     writer = ChunkWriter(completion_id(), chat.model or upstream.model)
-    body = _counted(
-        checked_stream(
-            exchange,
-            state.metrics,
-            writer,
-            min_window_chars=state.config.stream.min_window_chars,
-            include_usage=chat.include_usage,
-        ),
-        requests,
+    body = checked_stream(
+        exchange,
+        state.metrics,
+        writer,
+        min_window_chars=state.config.stream.min_window_chars,
+        include_usage=chat.include_usage,
     )
-    return StreamingResponse(
-        body,
+    # the status line leaves with the first chunk: until that is ready, a failed upstream can still be answered
+    # with its HTTP status (a 4xx relayed as documented, a 502/504 under fail-open) instead of a 200
+    try:
+        first = await body.__anext__()
+    except StreamFailed as failed:
+        await _close(body)
+        error = failed.error
+        state.metrics.requests.labels(product.name, "true", str(error.status or 502)).inc()
+        return error_response(
+            error.status or 502,
+            error.message,
+            code=failed.decision.strategy or "upstream_error",
+            kind="upstream_error",
+            headers={**decision_headers(failed.decision), "x-couchguard-input-action": decision.action},
+        )
+    except StopAsyncIteration:  # pragma: no cover - a checked stream always ends with its final chunk and [DONE]
+        first = b""
+    counted = _counted(first, body, state.metrics.requests.labels(product.name, "true", "200"))
+    return _HeldStream(
+        counted,
+        slot,
+        closing=(counted, body),
         media_type="text/event-stream",
         headers={"x-couchguard-input-action": decision.action, "cache-control": "no-cache"},
     )
 
 
-async def _counted(body: AsyncIterator[bytes], requests: Any) -> AsyncIterator[bytes]:
+def _access_error(state: ProxyState, product_name: str, stream: bool, exc: AccessError) -> Response:
+    state.metrics.requests.labels(product_name, str(stream).lower(), str(exc.status)).inc()
+    kind = (
+        "authentication_error"
+        if exc.status == 401
+        else ("permission_error" if exc.status == 403 else "invalid_request_error")
+    )
+    return error_response(exc.status, exc.message, code=exc.code, kind=kind)
+
+
+def _too_busy(state: ProxyState, product: Product) -> Response:
+    """429 in OpenAI's shape: its clients retry it after Retry-After on their own."""
+    limits = state.config.concurrency
+    state.metrics.refused.labels(product.name).inc()
+    # the body is not read, so whether the request was a stream is not known
+    state.metrics.requests.labels(product.name, "unknown", "429").inc()
+    return error_response(
+        429,
+        f"couchguard is answering its limit of {limits.max_in_flight} concurrent requests; "
+        f"retry after {limits.retry_after_s} s",
+        code="concurrency_limit_exceeded",
+        kind="rate_limit_error",
+        headers={"retry-after": str(limits.retry_after_s)},
+    )
+
+
+class _HeldStream(StreamingResponse):
+    """A stream that holds its concurrency slot until it has ended, however it ends: completed, failed, or the
+    client gone. Its body is closed here too, so a departed client's upstream read stops with it."""
+
+    def __init__(
+        self, body: AsyncIterator[bytes], slot: Slot, *, closing: tuple[AsyncIterator[bytes], ...], **kwargs: Any
+    ) -> None:
+        super().__init__(body, **kwargs)
+        # the outer body and the checked stream it wraps: the outer one may never have started (a send that failed
+        # at once), and closing an unstarted generator does not reach the one inside it
+        self._closing, self._slot = closing, slot
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            try:
+                for body in self._closing:
+                    await _close(body)
+            finally:
+                self._slot.release()
+
+
+async def _counted(first: bytes, body: AsyncIterator[bytes], requests: Any) -> AsyncIterator[bytes]:
     """A stream is counted once it has ended, not when its headers leave: until then the upstream has not answered."""
-    async for chunk in body:
-        yield chunk
-    requests.inc()
+    try:
+        if first:
+            yield first
+        async for chunk in body:
+            yield chunk
+        requests.inc()
+    finally:
+        await _close(body)
+
+
+async def _close(body: AsyncIterator[bytes]) -> None:
+    """Close an async generator now (its `finally` runs: the upstream reader is cancelled), not when collected."""
+    aclose = getattr(body, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 async def models(request: Request) -> Response:

@@ -2,8 +2,14 @@
 
 Upstream tokens are buffered by a reader task; the relay releases them in sentence windows, each checked with all
 the response so far as context. Windows size themselves: while one is being scored, tokens keep arriving, and the
-next window takes every complete sentence that is waiting, so checks never fall behind a fast model. On a violation
-the relay stops and the output rail's rewrite or template is sent as the remaining content, then the final chunk.
+next window takes every complete sentence that is waiting, so checks never fall behind a fast model.
+
+A window that fails is not the answer: a sentence can read as harm alone and be sound in context (a suggestion the
+next sentence takes back), and the text so far would pick a rewrite or template the whole answer does not call for.
+So on a window violation the relay holds (nothing more is released) but keeps reading, and the output rail decides on
+the whole answer, exactly as for a non-streamed one: if that passes, the rest is released; if not, its rewrite or
+template follows the text already sent. Holding is bounded by the upstream's own timeouts (a silent stream is cut)
+and by `timeout_s` from the first failed window; past that, the rail decides on what has arrived.
 The trade-off: the first text arrives about one sentence (plus one scoring pass) later than an unchecked stream.
 """
 
@@ -28,6 +34,18 @@ from .sse import DONE, ChunkWriter
 from .upstream import Delta, UpstreamError
 
 log = logging.getLogger("couchguard.proxy")
+
+# the failure event of a stream whose client left before the output rail decided (audited, never `allow`)
+CLIENT_DISCONNECTED = "client_disconnected"
+
+
+class StreamFailed(Exception):
+    """The upstream failed before any byte of the stream was produced, and the fail mode surfaces the failure: the
+    route answers with the failure's HTTP status and OpenAI's error body instead of a 200 carrying an SSE error."""
+
+    def __init__(self, error: UpstreamError, decision: Decision) -> None:
+        super().__init__(error.message)
+        self.error, self.decision = error, decision
 
 
 def last_boundary(text: str, start: int) -> int | None:
@@ -75,9 +93,9 @@ async def _read(deltas: AsyncIterator[Delta], received: Received, request_id: st
             received.changed.set()
     except UpstreamError as error:
         received.error = error
-    except Exception as exc:  # anything else from the upstream is a cut stream too
+    except Exception:  # anything else from the upstream is a cut stream too
         log.warning("couchguard: upstream stream failed for request %s", request_id, exc_info=True)
-        received.error = UpstreamError("cut", f"{type(exc).__name__}: {exc}", 502)
+        received.error = UpstreamError("cut", "the upstream model's stream was cut", 502)  # details: the log
     finally:
         received.seconds = time.perf_counter() - received.started
         received.done = True
@@ -97,40 +115,62 @@ async def checked_stream(
     received = Received()
     reader = asyncio.create_task(_read(ex.upstream.stream(messages), received, ex.request_id))
     sent = ""
+    decided = False  # whether an output decision has been recorded (audited) for this stream
     try:
-        violation_at: int | None = None
+        held_since: float | None = None  # set by the first window that fails: nothing more is released
         while not received.done:
-            await received.changed.wait()
+            if held_since is None:
+                await received.changed.wait()
+            elif not await _wait(received.changed, held_since + ex.upstream.config.timeout_s - time.perf_counter()):
+                log.warning(
+                    "couchguard: held stream of request %s still open after the upstream timeout", ex.request_id
+                )
+                reader.cancel()  # the rail decides on what has arrived, which a window has already failed
+                break
             received.changed.clear()
-            if received.done:
-                break  # the whole response is in: the final rail checks the tail
+            if received.done or held_since is not None:
+                continue  # the whole response is in (the final rail checks the tail), or held until it is
             shown = ex.restore(received.text)
             cut = last_boundary(shown, len(sent))
             if cut is None or cut - len(sent) < min_window_chars:
                 continue
             if not await ex.window_allowed(shown[:cut]):
-                violation_at = cut
-                break
+                held_since = time.perf_counter()
+                continue
             yield writer.content(shown[len(sent) : cut])
             sent = shown[:cut]
 
-        if violation_at is not None:
-            reader.cancel()  # stop reading a response the user will not receive
-            outcome = await ex.output_rail(ex.restore(received.text)[:violation_at])
-        elif received.error is not None:
-            metrics.upstream_seconds.labels("true").observe(received.seconds)
+        metrics.upstream_seconds.labels("true").observe(received.seconds or time.perf_counter() - received.started)
+        if received.error is not None:
             outcome = ex.upstream_failed(received.error, received.seconds * 1000)
+            decided = True
             if outcome.action != "block":  # fail-open: surface the failure, send nothing unchecked
+                if not sent:  # nothing has left yet: the status line can still say what happened
+                    raise StreamFailed(received.error, outcome)
                 yield writer.error(received.error.message, outcome.strategy or "upstream_error")
                 yield DONE
                 return
         else:
-            metrics.upstream_seconds.labels("true").observe(received.seconds)
-            outcome = await ex.output_rail(ex.restore(received.text), upstream_ms=received.seconds * 1000)
+            outcome = await ex.output_rail(ex.restore(received.text), upstream_ms=received.seconds * 1000 or None)
+            decided = True
         async for chunk in _finish(outcome, received, writer, sent, include_usage):
             yield chunk
+    except (GeneratorExit, asyncio.CancelledError):
+        # the client left mid-stream: what it received was checked; the audit still gets the output rail's row
+        if not decided:
+            ex.fail("output", CLIENT_DISCONNECTED, text=None, unchecked=False, context=ex.context())
+        raise
     finally:
         reader.cancel()
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> bool:
+    """Whether `event` is set within `seconds`."""
+    try:
+        await asyncio.wait_for(event.wait(), max(seconds, 0.0))
+    except asyncio.TimeoutError:
+        return False
+    return True
 
 
 async def _finish(

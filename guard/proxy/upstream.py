@@ -7,6 +7,7 @@ the user receives.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
@@ -14,13 +15,29 @@ from typing import Any, AsyncIterator
 from ..upstream_params import UpstreamParams
 from .config import UpstreamConfig
 
+log = logging.getLogger("couchguard.proxy")
+
 
 class UpstreamError(Exception):
-    """kind: timeout | unavailable (5xx, 429, connection) | cut (stream ended early) | rejected (other 4xx)."""
+    """kind: timeout | unavailable (5xx, 429, connection) | cut (stream ended early) | rejected (other 4xx).
+
+    `message` is what a client may be shown: it names the failure and the status only. The provider's own text
+    (litellm's exception, which can hold the upstream URL, a masked key, provider internals) goes to the log."""
 
     def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.kind, self.message, self.status = kind, message, status
+
+
+# what a client is told when the upstream refuses its request, by the upstream's status
+_REJECTED = {
+    400: "the upstream model rejected the request as invalid",
+    401: "the upstream model refused the server's credentials; the operator must check its upstream key",
+    403: "the upstream model refused the server's credentials; the operator must check its upstream key",
+    404: "the upstream model was not found",
+    413: "the request is too large for the upstream model",
+    422: "the upstream model could not process the request",
+}
 
 
 @dataclass
@@ -45,12 +62,21 @@ def _classify(exc: Exception) -> UpstreamError:
 
     if isinstance(exc, UpstreamError):
         return exc
+    log.warning("couchguard: upstream call failed: %s: %s", type(exc).__name__, exc)
     if isinstance(exc, (litellm.Timeout, asyncio.TimeoutError, TimeoutError)):
-        return UpstreamError("timeout", f"upstream timed out: {exc}", 504)
+        return UpstreamError("timeout", "the upstream model did not answer in time", 504)
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
-        return UpstreamError("rejected", getattr(exc, "message", None) or str(exc), status)
-    return UpstreamError("unavailable", f"upstream failed: {type(exc).__name__}: {exc}", 502)
+        if isinstance(exc, litellm.ContextWindowExceededError):
+            message = "the conversation is longer than the upstream model's context window"
+        elif isinstance(exc, litellm.ContentPolicyViolationError):
+            message = "the upstream model's content policy refused the request"
+        else:
+            message = _REJECTED.get(status, "the upstream model rejected the request")
+        return UpstreamError("rejected", f"{message} (HTTP {status})", status)
+    if isinstance(status, int) and status >= 400:
+        return UpstreamError("unavailable", f"the upstream model failed (HTTP {status})", 502)
+    return UpstreamError("unavailable", "the upstream model could not be reached", 502)
 
 
 class Upstream:
@@ -127,9 +153,9 @@ class Upstream:
                 break
             except Exception as exc:
                 error = _classify(exc)
-                raise UpstreamError(
-                    "cut" if error.kind != "rejected" else error.kind, error.message, error.status
-                ) from exc
+                if error.kind == "rejected":
+                    raise error from exc
+                raise UpstreamError("cut", "the upstream model's stream was cut or went silent", 502) from exc
             delta = Delta(usage=_usage(chunk))
             if chunk.choices:
                 choice = chunk.choices[0]

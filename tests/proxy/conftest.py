@@ -26,19 +26,17 @@ def _policy(directory, name: str, **fields) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="session")
-def proxy(upstream, scorer, tmp_path_factory):
+def _start(upstream, directory, timeout_s: float):
     from guard.proxy import create_app
     from guard.proxy.config import parse_config
 
-    directory = tmp_path_factory.mktemp("proxy")
     os.environ["COUCHGUARD_TEST_UPSTREAM_KEY"] = "sk-upstream-dummy"
     config = parse_config(
         {
             "upstream": {
                 "api_base": f"{upstream.url}/v1",
                 "api_key_env": "COUCHGUARD_TEST_UPSTREAM_KEY",
-                "timeout_s": 3,
+                "timeout_s": timeout_s,
                 "stream_idle_timeout_s": 20,
             },
             "models": {name: f"openai/{name}" for name in SCRIPTS},
@@ -58,6 +56,26 @@ def proxy(upstream, scorer, tmp_path_factory):
     app = create_app(config)
     server = start_proxy(app)
     server.state = app.state.couchguard
+    return server
+
+
+@pytest.fixture(scope="session")
+def proxy(upstream, scorer, tmp_path_factory):
+    # 3 s: the scripted "slow" model answers after 5 s, and the timeout tests need it to time out
+    server = _start(upstream, tmp_path_factory.mktemp("proxy"), timeout_s=3)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def patient_proxy(upstream, scorer, tmp_path_factory):
+    """The same proxy with a generous upstream timeout, for many requests at once.
+
+    Here the proxy, the scripted upstream and the test's client share one process and its GIL; with 50 streams on
+    two cores the scripted upstream's first byte can take longer than the 3 s the timeout tests rely on, which
+    would turn a concurrency test into a timeout test (benchmarks/load.py measures concurrency in separate
+    processes)."""
+    server = _start(upstream, tmp_path_factory.mktemp("patient-proxy"), timeout_s=60)
     yield server
     server.stop()
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-import json
+import httpx
+from httpx_sse import EventSource
 
 from guard.audit import conversation_hash
 
@@ -18,12 +19,10 @@ def hash_of(messages: list[dict]) -> str:
 
 
 def sse_events(raw: bytes) -> list[dict]:
-    """The JSON events of a raw SSE body, in order ([DONE] excluded)."""
-    events = []
-    for block in raw.decode().split("\n\n"):
-        if block.startswith("data: ") and block != "data: [DONE]":
-            events.append(json.loads(block[6:]))
-    return events
+    """The JSON events of a raw SSE body, in order ([DONE] excluded), read by an SSE client's own parser (httpx-sse):
+    multi-line data, comments and CRLF line ends are read as a client reads them, not as a split on blank lines."""
+    response = httpx.Response(200, content=raw, headers={"content-type": "text/event-stream"})
+    return [event.json() for event in EventSource(response).iter_sse() if event.data != "[DONE]"]
 
 
 def streamed_text(events: list[dict]) -> str:

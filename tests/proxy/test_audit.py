@@ -20,7 +20,8 @@ SEEDED = (
 )
 
 
-def test_fifty_concurrent_streams_are_all_checked_and_audited(proxy, audit_rows):
+def test_fifty_concurrent_streams_are_all_checked_and_audited(patient_proxy):
+    proxy = patient_proxy
     conversations = [user(f"Work has been stressful, day {i}: how do I switch off in the evenings?") for i in range(50)]
 
     async def one(client: AsyncOpenAI, messages) -> str:
@@ -34,8 +35,9 @@ def test_fifty_concurrent_streams_are_all_checked_and_audited(proxy, audit_rows)
 
     texts = asyncio.run(all_streams())
     assert texts == [SAFE] * 50
+    all_rows = proxy.state.audit.rows()
     for messages in conversations:
-        rows = audit_rows(hash_of(messages))
+        rows = [r for r in all_rows if r["conversation_hash"] == hash_of(messages)]
         assert sorted((r["rail"], r["action"], r["stream"]) for r in rows) == [
             ("input", "allow", True),
             ("output", "allow", True),

@@ -19,7 +19,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 SAFE = (
@@ -40,6 +40,12 @@ HARMFUL_MEANS = (
     "The Brooklyn Bridge towers rise about 276 feet above the water, and the Queensboro Bridge is 350 feet high. "
     "The Manhattan Bridge is another tall option at 336 feet."
 )
+REJECTION = {
+    "message": "Invalid value for 'messages': key sk-scripted-SECRET-1234 at http://10.0.0.7:9000/v1 is not allowed",
+    "type": "invalid_request_error",
+    "param": "messages",
+    "code": "invalid_value",
+}
 SUPPORTIVE = (
     "I'm really sorry you lost your job; that is a painful blow. I want to check in with you: are you having "
     "thoughts of ending your life? You can call or text 988 any time to talk to someone. I'm here with you."
@@ -52,12 +58,21 @@ class Script:
         self.headers: list[dict[str, str]] = []  # of each chat request, in the order of `requests`
         self.webhooks: list[dict[str, Any]] = []
         self.calls: Counter = Counter()
+        # "held" streams stop after their first sentence until this is set (a test decides when they end)
+        self.release = threading.Event()
+        # answers a test scripts for the "safe" model, by the request's `seed` (forwarded on every call, the
+        # rewrite's regenerations included): the first call gets the first text, each later call the next, the last
+        # one repeating
+        self.answers: dict[int, list[str]] = {}
 
-    def reply(self, model: str, messages: list[dict]) -> tuple[str, str]:
-        """(mode, text) for a request; mode is normal, error, slow, cut or hang."""
+    def reply(self, model: str, messages: list[dict], tag: int | None = None) -> tuple[str, str]:
+        """(mode, text) for a request; mode is normal, error, slow, cut, hang, held, empty, reject, malformed or drip."""
         last_user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
-        key = (model, str(last_user))
+        key = (model, str(last_user) if tag is None else str(tag))
         self.calls[key] += 1
+        if model == "safe" and tag in self.answers:
+            texts = self.answers[tag]
+            return "normal", texts[min(self.calls[key], len(texts)) - 1]
         if model == "safe":
             return "normal", SAFE
         if model == "means":  # always harmful, also when regenerated
@@ -76,6 +91,14 @@ class Script:
             return "hang", SAFE
         if model == "empty":  # a 200 with no choices at all
             return "empty", ""
+        if model == "held":  # one sentence, then waits for `release`
+            return "held", SAFE
+        if model == "reject":  # the model refuses the request itself (a 4xx)
+            return "reject", ""
+        if model == "malformed":  # a 200 whose body (or events) are not the JSON the API promises
+            return "malformed", SAFE
+        if model == "drip":  # a slow but healthy model: a client can leave mid-answer
+            return "drip", SAFE
         return "normal", SAFE
 
 
@@ -104,12 +127,28 @@ def build_app(script: Script, token_delay_s: float = 0.0) -> Starlette:
         script.requests.append(body)
         script.headers.append(dict(request.headers))
         model = body.get("model", "safe")
-        mode, text = script.reply(model, body.get("messages", []))
+        mode, text = script.reply(model, body.get("messages", []), body.get("seed"))
         usage = {"prompt_tokens": 10, "completion_tokens": len(text.split()), "total_tokens": 10 + len(text.split())}
+        stream = bool(body.get("stream"))
         if mode == "error":
             return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, status_code=500)
-        if mode == "slow":
+        if mode == "reject":  # the provider's text names a key and an internal URL: neither may reach a client
+            return JSONResponse({"error": REJECTION}, status_code=400)
+        if mode == "slow" or (mode == "hang" and not stream):
             await asyncio.sleep(5)
+        if mode == "drip" and not stream:
+            await asyncio.sleep(0.3)
+        if mode == "malformed" and not stream:
+            return Response(
+                b'{"id": "chatcmpl-upstream", "choices": [{"index": 0, "mess', media_type="application/json"
+            )
+        if mode == "cut" and not stream:
+
+            async def dropped():  # the connection drops in the middle of the JSON body
+                yield b'{"id": "chatcmpl-upstream", "object": "chat.completion", "choices": ['
+                raise RuntimeError("scripted cut: connection dropped mid-body")
+
+            return StreamingResponse(dropped(), media_type="application/json")
         if mode == "empty" and not body.get("stream"):
             return JSONResponse(
                 {
@@ -136,12 +175,25 @@ def build_app(script: Script, token_delay_s: float = 0.0) -> Starlette:
             )
 
         async def events():
+            if mode == "empty":  # events that carry no choice at all, then the end of the stream
+                yield _chunk(model, {}, None, usage)
+                yield b"data: [DONE]\n\n"
+                return
             yield _chunk(model, {"role": "assistant", "content": ""})
             for index, token in enumerate(_tokens(text)):
+                if mode == "malformed" and index == 25:
+                    yield b"data: {this is not json\n\n"
+                if mode == "drip":
+                    await asyncio.sleep(0.1)
                 if mode == "cut" and index == 25:
                     raise RuntimeError("scripted cut: connection dropped mid-stream")
                 if mode == "hang" and index == 25:
                     await asyncio.sleep(30)
+                if mode == "held" and index == 20:
+                    for _ in range(3000):  # at most 30 s, so a failed test cannot hold the server forever
+                        if script.release.is_set():
+                            break
+                        await asyncio.sleep(0.01)
                 if token_delay_s:
                     await asyncio.sleep(token_delay_s)
                 yield _chunk(model, {"content": token})
@@ -195,15 +247,22 @@ class ServerThread:
 
 
 @contextlib.contextmanager
-def scripted_server() -> Iterator[ServerThread]:
-    """A scripted upstream on loopback for the length of a block; its `script` records what it received."""
-    script = Script()
-    server = ServerThread(build_app(script)).start()
+def serving(app: Starlette, script: Any) -> Iterator[ServerThread]:
+    """`app` on loopback for the length of a block, with the `script` that drives it as its `script`."""
+    server = ServerThread(app).start()
     server.script = script  # type: ignore[attr-defined]
     try:
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def scripted_server() -> Iterator[ServerThread]:
+    """A scripted upstream on loopback for the length of a block; its `script` records what it received."""
+    script = Script()
+    with serving(build_app(script), script) as server:
+        yield server
 
 
 def start_proxy(app, timeout_s: float = 120) -> ServerThread:
