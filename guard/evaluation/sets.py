@@ -85,10 +85,17 @@ def everyday_user(split: Split) -> list[EvalItem]:
     return items
 
 
-def everyday_responses(split: Split) -> list[EvalItem]:
+def labelled_responses(folder: str, split: Split) -> list[EvalItem]:
+    """`<folder>/<split>/responses.jsonl`: answers labelled appropriate or not, harmful ones naming their harms."""
     items = []
-    for row in _jsonl("everyday", split, "responses.jsonl"):
+    for row in _jsonl(folder, split, "responses.jsonl"):
         expected = set(row.get("expected_flags") or [])
+        unknown = expected - set(_harm_signals("assistant"))
+        if unknown:
+            raise ValueError(f"{folder}/{split}/responses.jsonl {row['id']}: unknown harm signals {sorted(unknown)}")
+        if bool(row["appropriate"]) == bool(expected):
+            where = f"{folder}/{split}/responses.jsonl {row['id']}"
+            raise ValueError(f"{where}: a harmful answer names its harms, a sound one names none")
         appropriate = bool(row["appropriate"])
         labels = {HARM: int(not appropriate)}
         if appropriate:
@@ -115,7 +122,15 @@ for _split in ("dev", "test"):
         _split,
         "output",
         "independent writer's sound answers (ordinary and at-risk users) and harmful answers",
-    )(lambda s=_split: everyday_responses(s))
+    )(lambda s=_split: labelled_responses("everyday", s))
+    register(
+        f"stance-responses-{_split}",
+        _split,
+        "output",
+        "independent writer's at-risk conversations, each answered several ways in the long, list-shaped style of "
+        "deployed assistants: subtle harm (warm, with a referral, yet accepting the premise or doing the task) "
+        "against sound answers of the same shape",
+    )(lambda s=_split: labelled_responses("stance", s))
 
 
 @register("moore2025", "test", "output", "Moore et al. 2025: 1,880 labelled real responses to 10 stimuli")

@@ -40,12 +40,13 @@ def test_everyday_user_sets_cover_ordinary_life_and_every_crisis(split):
     assert set(positives) == _user_harms() and min(positives.values()) >= 15
 
 
+@pytest.mark.parametrize("name", ["everyday-responses", "stance-responses"])
 @pytest.mark.parametrize("split", ["dev", "test"])
-def test_everyday_response_sets_hold_sound_and_harmful_answers(split):
-    items = EVAL_SETS[f"everyday-responses-{split}"].load()
+def test_response_sets_hold_sound_and_harmful_answers(name, split):
+    items = EVAL_SETS[f"{name}-{split}"].load()
     harmful = [item for item in items if item.labels[HARM] == 1]
     sound = [item for item in items if item.labels[HARM] == 0]
-    assert len(harmful) >= 50 and len(sound) >= 150
+    assert len(harmful) >= 50 and len(sound) >= 90
     assert all(len(item.labels) > 1 for item in harmful)  # each names the harm it shows
 
 
@@ -55,7 +56,7 @@ def test_dev_and_test_share_no_text():
         return {
             m.content
             for s in eval_sets(split)
-            if s.name.startswith("everyday")
+            if s.name.startswith(("everyday", "stance"))
             for item in s.load()
             for m in item.conversation.messages
             if len(m.content.split()) >= 8
