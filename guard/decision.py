@@ -31,6 +31,8 @@ class JudgeCall(BaseModel):
     model: str = ""
     # what the rules got when there was no answer: the classifiers' decision, or fired (fail_closed)
     fallback: Literal["classifier", "fail_closed"] | None = None
+    # what was judged: the whole response, or the text of a stream so far before a window was released
+    scope: Literal["response", "window"] = "response"
 
 
 class Decision(BaseModel):

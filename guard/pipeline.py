@@ -101,14 +101,10 @@ class Guard:
         conversation: Conversation,
         tightened: dict[str, float],
         user_scores: dict[str, float] | None = None,
-        *,
-        judged: bool = False,
     ) -> Verdict:
-        """The output verdict on classifier scores; `judged`: with the judge tier's answers for in-band rules."""
+        """The output verdict on classifier scores alone (the rewrite loop's recheck)."""
         scores = await self.scores(conversation, user_scores)
-        _, verdict, effective = self._verdicts(scores, tightened)
-        if judged:
-            verdict, _ = await self.judged(conversation, verdict, scores, effective)
+        _, verdict, _ = self._verdicts(scores, tightened)
         return verdict
 
     async def judged(
@@ -121,10 +117,20 @@ class Guard:
             conversation, verdict, self.policy.output_rules, scores, self.thresholds(tightened)
         )
 
+    async def output_window(
+        self, conversation: Conversation, user_scores: dict[str, float] | None = None
+    ) -> tuple[bool, list[JudgeCall]]:
+        """Whether the response ending `conversation` would be delivered as it stands (a streamed window), and the
+        questions the judge tier was asked about it (only when a rule's signal scored in its band)."""
+        scores = await self.scores(conversation, user_scores)
+        _, verdict, effective = self._verdicts(scores)
+        verdict, calls = await self.judged(conversation, verdict, scores, effective)
+        return delivers(verdict.action), [call.model_copy(update={"scope": "window"}) for call in calls]
+
     async def output_passes(self, conversation: Conversation, user_scores: dict[str, float] | None = None) -> bool:
-        """Whether the response ending `conversation` would be delivered as it stands (a streamed window). The judge
-        tier is asked only when a rule's signal scored in its band."""
-        return delivers((await self.output_verdict(conversation, {}, user_scores, judged=True)).action)
+        """`output_window` without the judge's questions."""
+        passes, _ = await self.output_window(conversation, user_scores)
+        return passes
 
     # -- rails -----------------------------------------------------------------------------------------------------
     def input_rail(
@@ -159,11 +165,12 @@ class Guard:
         input_decision: Decision | None = None,
         locale: str | None = None,
         context: dict[str, Any] | None = None,
+        window_judge_calls: list[JudgeCall] | None = None,
     ) -> Decision:
         """Decide what the user receives for the response that ends `conversation`.
 
         Pass the input rail's `input_decision` for the same user turns to reuse its user-signal scores instead of
-        computing them again.
+        computing them again, and a stream's `window_judge_calls` (from `output_window`) to record them with it.
         """
         if conversation.last.role != "assistant":
             raise ValueError("the output rail needs a conversation that ends with an assistant response")
@@ -189,7 +196,7 @@ class Guard:
             earlier=input_verdict,
             strategy=outcome.strategy,
             attempts=outcome.attempts,
-            judge=judge_calls,
+            judge=[*(window_judge_calls or []), *judge_calls],
         )
         return self.notify(conversation, decision, context)
 

@@ -17,7 +17,7 @@ import anyio
 from classifiers.conversation import Conversation
 
 from ..audit import Pseudonyms, conversation_hash
-from ..decision import Decision, Rail
+from ..decision import Decision, JudgeCall, Rail
 from ..messages import as_dicts, with_response
 from ..pipeline import Guard
 from .failures import CLASSIFIER_ERROR, RELAYED_EVENTS, upstream_event
@@ -40,6 +40,8 @@ class Exchange:
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     input_decision: Decision | None = None
     pseudonyms: Pseudonyms = field(default_factory=Pseudonyms)
+    # the judge tier's questions about a stream's windows, recorded with the stream's output decision
+    window_judge_calls: list[JudgeCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.conversation_hash = conversation_hash(as_dicts(self.conversation), self.hash_key)
@@ -123,7 +125,12 @@ class Exchange:
             scores = await self.guard.scores(conversation, self.known_user_scores)
             context["classifier_ms"] = (time.perf_counter() - started) * 1000
             return await self.guard.output_rail(
-                conversation, regenerate=self.regenerate, scores=scores, locale=self.locale, context=context
+                conversation,
+                regenerate=self.regenerate,
+                scores=scores,
+                locale=self.locale,
+                context=context,
+                window_judge_calls=self.window_judge_calls,
             )
         except Exception:
             log.exception("couchguard: output rail failed for request %s", self.request_id)
@@ -132,8 +139,13 @@ class Exchange:
             )
 
     async def window_allowed(self, text_so_far: str) -> bool:
-        """A streamed window may be released when the response so far passes the output rules."""
-        return await self.guard.output_passes(with_response(self.conversation, text_so_far), self.known_user_scores)
+        """A streamed window may be released when the response so far passes the output rules. The judge's
+        questions about windows are kept for the stream's decision, so that its audit row and metrics hold them."""
+        passes, calls = await self.guard.output_window(
+            with_response(self.conversation, text_so_far), self.known_user_scores
+        )
+        self.window_judge_calls.extend(calls)
+        return passes
 
     # -- failures --------------------------------------------------------------------------------------------------
     def upstream_failed(self, error: UpstreamError, upstream_ms: float | None = None) -> Decision:

@@ -1,5 +1,6 @@
-"""The judge tier behind `couchguard serve`: streamed windows are judged only in the band, every rail's judge calls
-reach the audit log and /metrics, and the stream's first-token latency with and without the tier (docs/judge.md).
+"""The judge tier behind `couchguard serve`: streamed windows are judged only in the band, every judge call (the
+windows' and the whole answer's) reaches the audit log and /metrics, and the stream's first-token latency with and
+without the tier (docs/judge.md).
 
 Everything runs on loopback: the scripted upstream (tests/proxy/upstream_server.py), the scripted judge and the
 proxy. The first-token figures are loopback figures with a fixed judge delay, not a live model's.
@@ -119,9 +120,11 @@ def test_streamed_windows_are_judged_and_every_call_is_recorded(served, judge_sc
     assert len(output_rows) == SAMPLES and all(r["judge"] for r in output_rows)
     calls = [call for row in output_rows for call in row["judge"]]
     assert {c["outcome"] for c in calls} <= {"in_band", "cache_hit"} and {c["answer"] for c in calls} == {"no"}
-    # window checks asked too: more questions reached the judge than the final rails alone asked
-    final_asked = sum(c["outcome"] == "in_band" for c in calls)
-    assert len(judge_script.requests) > final_asked
+    # the windows were judged as well as the whole answer, and every question that reached the judge is in the audit
+    # rows and the metrics, each with what it was about
+    assert {c["scope"] for c in calls} == {"window", "response"}
+    asked = sum(c["outcome"] == "in_band" for c in calls)
+    assert asked == len(judge_script.requests)
     metrics = httpx.get(f"{proxy.url}/metrics").text
-    assert f'couchguard_judge_calls_total{{outcome="in_band",product="judged"}} {float(final_asked)}' in metrics
+    assert f'couchguard_judge_calls_total{{outcome="in_band",product="judged"}} {float(asked)}' in metrics
     assert "couchguard_judge_seconds_count" in metrics
