@@ -31,13 +31,15 @@ def assistant(text):
 # A test is slow when it uses a fixture below (directly or through another fixture); modules that reach the models
 # another way (a subprocess, a corpus scan, a training run) carry `pytestmark = pytest.mark.slow`, or are named here
 # when they belong to another package's tests or every test in them is slow.
-SLOW_FIXTURES = {"scorer", "guard", "proxy", "client", "upstream", "audit_rows"}
+SLOW_FIXTURES = {"scorer", "guard", "proxy", "patient_proxy", "client", "upstream", "audit_rows", "redactor"}
 SLOW_MODULES = {
     "test_corpus_hygiene.py",
     "test_sentences.py",
     "test_training.py",
     "test_onnx_backend.py",
     "test_pii_corpus.py",
+    # regular expressions only, but presidio_analyzer's import alone takes about 10 s
+    "test_recognizers.py",
     "test_litellm_guardrail.py",
 }
 
