@@ -13,17 +13,22 @@ builder supplies its last resort, the vetted template.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, Protocol
 
 from classifiers.conversation import Conversation
 
 from .messages import as_dicts
 from .resources import render_instruction, render_template
 
-if TYPE_CHECKING:
-    from .policy import Verdict
-
 Rail = Literal["input", "output"]
+
+
+class Verdict(Protocol):
+    """What an action reads of the policy's verdict (`guard.policy.Verdict`): the matched rules that chose an action,
+    for their templates and instructions. A protocol, so that actions, which the policy's schema is built from, do
+    not import the policy."""
+
+    def rules_with(self, action: str) -> list[Any]: ...
 
 
 @dataclass
@@ -38,7 +43,7 @@ class Outcome:
 
 
 # build(conversation, verdict, locale) -> Outcome; on the output rail the conversation ends with the response
-Builder = Callable[[Conversation, "Verdict", str], Outcome]
+Builder = Callable[[Conversation, Verdict, str], Outcome]
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ def first_template(rules: Iterable[Any], locale: str, default: str = "safe_fallb
     return render_template(template, locale)
 
 
-def annotate(text: str, verdict: "Verdict", locale: str) -> str:
+def annotate(text: str, verdict: Verdict, locale: str) -> str:
     notes = list(
         dict.fromkeys(
             render_template(rule.template, locale) for rule in verdict.rules_with("annotate") if rule.template
@@ -149,13 +154,13 @@ def annotate(text: str, verdict: "Verdict", locale: str) -> str:
     return "\n\n".join([text.rstrip(), *notes]) if notes else text
 
 
-def _failure(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def _failure(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     raise TypeError("failure outcomes are built by Guard.failure, not by a policy verdict")
 
 
 # -- input -----------------------------------------------------------------------------------------------------------
 @register_action("input", "allow", severity=0, delivers=True, description="the model is called unchanged")
-def allow_input(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def allow_input(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     return Outcome()
 
 
@@ -167,7 +172,7 @@ def allow_input(conversation: Conversation, verdict: "Verdict", locale: str) -> 
     needs=("instruction",),
     description="the model is called with an added safety instruction",
 )
-def steer_input(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def steer_input(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     guidance = "\n\n".join(instructions(verdict.rules_with("steer"), locale))
     messages = as_dicts(conversation)
     # after any existing system prompt, so the product's own instructions keep their place
@@ -184,13 +189,13 @@ def steer_input(conversation: Conversation, verdict: "Verdict", locale: str) -> 
     needs=("template",),
     description="a vetted template; the model is not called",
 )
-def block_input(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def block_input(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     return Outcome(text=first_template(verdict.rules_with("block"), locale, "blocked_request"))
 
 
 # -- output ----------------------------------------------------------------------------------------------------------
 @register_action("output", "allow", severity=0, delivers=True, description="the response unchanged")
-def allow_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def allow_output(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     return Outcome(text=conversation.last.content)
 
 
@@ -202,7 +207,7 @@ def allow_output(conversation: Conversation, verdict: "Verdict", locale: str) ->
     needs=("template",),
     description="the response, followed by added text",
 )
-def annotate_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def annotate_output(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     return Outcome(text=annotate(conversation.last.content, verdict, locale))
 
 
@@ -215,7 +220,7 @@ def annotate_output(conversation: Conversation, verdict: "Verdict", locale: str)
     rewrites=True,
     description="different content: regenerated, sentences removed, or a template",
 )
-def rewrite_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def rewrite_output(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     # the last resort of the rewrite loop (guard/rewriting.py), which Guard runs first
     return Outcome(
         text=first_template(verdict.rules_with("rewrite"), locale), strategy="template", attempts=["template:fallback"]
@@ -230,7 +235,7 @@ def rewrite_output(conversation: Conversation, verdict: "Verdict", locale: str) 
     needs=("template",),
     description="a vetted template instead of the response",
 )
-def block_output(conversation: Conversation, verdict: "Verdict", locale: str) -> Outcome:
+def block_output(conversation: Conversation, verdict: Verdict, locale: str) -> Outcome:
     return Outcome(text=first_template(verdict.rules_with("block"), locale))
 
 
