@@ -14,6 +14,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 KNOWN_ROLES: tuple[str, ...] = ("system", "developer", "user", "assistant", "tool", "function")
 
+# OpenAI's content part types and the field each carries. Only text is scored; the others are forwarded to the model
+# as they are, so they must at least have their field: a provider refuses a part it cannot read, and through litellm
+# that refusal is an upstream failure rather than the client's error.
+CONTENT_PARTS: dict[str, str] = {
+    "text": "text",
+    "image_url": "image_url",
+    "input_audio": "input_audio",
+    "file": "file",
+    "refusal": "refusal",
+}
+
 # A 1,500-word response is about 9,000 characters; the default leaves ample room while keeping the work for one
 # conversation bounded (scoring time grows linearly with length).
 DEFAULT_MAX_CHARS = 200_000
@@ -68,15 +79,14 @@ def _content_text(content: Any, where: str) -> str:
     if isinstance(content, list):
         parts = []
         for index, part in enumerate(content):
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict) and part.get("type") == "text":
+            if isinstance(part, dict) and part.get("type") == "text":
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise ConversationError(f"{where}.content[{index}].text must be a string, got {_kind(text)}")
                 parts.append(text)
             elif isinstance(part, dict) and isinstance(part.get("type"), str):
-                continue  # images, audio and files carry no text for the classifiers
+                # images, audio and files carry no text for the classifiers
+                _check_part(part, f"{where}.content[{index}]")
             else:
                 raise ConversationError(
                     f"{where}.content[{index}] must be a text part like {{'type': 'text', 'text': '...'}}, "
@@ -84,6 +94,16 @@ def _content_text(content: Any, where: str) -> str:
                 )
         return clean_text("\n".join(parts))
     raise ConversationError(f"{where}.content must be a string or a list of content parts, got {_kind(content)}")
+
+
+def _check_part(part: dict, where: str) -> None:
+    kind = part["type"]
+    field = CONTENT_PARTS.get(kind)
+    if field is None:
+        known = ", ".join(repr(k) for k in CONTENT_PARTS)
+        raise ConversationError(f"{where}.type {kind!r} is not a content part type; expected one of {known}")
+    if not isinstance(part.get(field), (str, dict)):
+        raise ConversationError(f"{where}: the {kind!r} part needs its {field!r} field, got {_kind(part.get(field))}")
 
 
 def _kind(value: Any) -> str:
@@ -107,7 +127,14 @@ def parse_conversation(messages: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> 
             raise ConversationError(f"{where}.role is missing")
         if role not in KNOWN_ROLES:
             raise ConversationError(f"{where}.role {role!r} is unknown; expected one of {', '.join(KNOWN_ROLES)}")
-        if "content" not in raw and not raw.get("tool_calls"):
+        tool_calls = raw.get("tool_calls")
+        if tool_calls is not None:
+            # forwarded to the model as they are: malformed ones would be the provider's refusal, not the client's error
+            if role != "assistant":
+                raise ConversationError(f"{where}.tool_calls belongs to assistant messages, not to a {role} message")
+            if not isinstance(tool_calls, list) or not all(isinstance(call, dict) for call in tool_calls):
+                raise ConversationError(f"{where}.tool_calls must be a list of tool call objects")
+        if "content" not in raw and not tool_calls:
             raise ConversationError(f"{where}.content is missing")
         text = _content_text(raw.get("content"), where)
         total += len(text)

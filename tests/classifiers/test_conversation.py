@@ -41,6 +41,37 @@ def test_content_parts_are_joined_and_non_text_parts_ignored():
     assert conversation.last.content == "first\nsecond"
 
 
+@pytest.mark.parametrize(
+    "part, expected",
+    [
+        ({"type": "banana"}, r"\[1\]\.type 'banana' is not a content part type; expected one of 'text'"),
+        ("a bare string", r"\[1\] must be a text part like \{'type': 'text', 'text': '...'\}, got str"),
+        ({"type": "image_url"}, r"\[1\]: the 'image_url' part needs its 'image_url' field, got null"),
+        (
+            {"type": "input_audio", "input_audio": 5},
+            r"\[1\]: the 'input_audio' part needs its 'input_audio' field, got int",
+        ),
+    ],
+)
+def test_a_malformed_content_part_is_a_clear_error(part, expected):
+    # forwarded as it is, such a part would be the model provider's refusal, reported as an upstream failure
+    with pytest.raises(ConversationError, match=r"messages\[0\]\.content" + expected):
+        parse_conversation([{"role": "user", "content": [{"type": "text", "text": "hello"}, part]}])
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        ({"role": "user", "content": "hi", "tool_calls": [{"id": "1"}]}, r"tool_calls belongs to assistant messages"),
+        ({"role": "assistant", "tool_calls": 5}, r"tool_calls must be a list of tool call objects"),
+        ({"role": "assistant", "content": None, "tool_calls": ["x"]}, r"tool_calls must be a list of tool call"),
+    ],
+)
+def test_malformed_tool_calls_are_a_clear_error(message, expected):
+    with pytest.raises(ConversationError, match=r"messages\[1\]\." + expected):
+        parse_conversation([{"role": "user", "content": "weather?"}, message])
+
+
 def test_size_limit_names_the_message():
     big = "a" * 1_000_001
     with pytest.raises(ConversationError, match=r"exceeds 200000 characters at messages\[1\]"):

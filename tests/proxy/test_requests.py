@@ -26,6 +26,12 @@ def _post(proxy, headers=AUTH, **kwargs):
         (b'{"model": "safe", "messages": [{"role": "robot", "content": "hi"}]}', 400, "messages[0].role 'robot'"),
         (b'{"model": "safe", "messages": [{"role": "user", "content": "hi"}], "n": 2}', 400, "n: Input should be"),
         (b'{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}', 400, "not served here"),
+        # a part the provider cannot read is the client's error, not an upstream failure
+        (
+            b'{"model": "safe", "messages": [{"role": "user", "content": [{"type": "banana"}]}]}',
+            400,
+            "messages[0].content[0].type 'banana' is not a content part type",
+        ),
     ],
 )
 def test_bad_requests_get_400(proxy, content, status, fragment):
