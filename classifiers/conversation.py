@@ -136,6 +136,9 @@ def parse_conversation(messages: Any, *, max_chars: int = DEFAULT_MAX_CHARS) -> 
                 raise ConversationError(f"{where}.tool_calls must be a list of tool call objects")
         if "content" not in raw and not tool_calls:
             raise ConversationError(f"{where}.content is missing")
+        if raw.get("content") is None and role != "assistant":
+            # OpenAI lets only an assistant turn (one that calls tools) go without content
+            raise ConversationError(f"{where}.content is null; only an assistant message may have no content")
         text = _content_text(raw.get("content"), where)
         total += len(text)
         if total > max_chars:

@@ -65,9 +65,11 @@ def test_a_malformed_content_part_is_a_clear_error(part, expected):
         ({"role": "user", "content": "hi", "tool_calls": [{"id": "1"}]}, r"tool_calls belongs to assistant messages"),
         ({"role": "assistant", "tool_calls": 5}, r"tool_calls must be a list of tool call objects"),
         ({"role": "assistant", "content": None, "tool_calls": ["x"]}, r"tool_calls must be a list of tool call"),
+        ({"role": "developer", "content": None}, r"content is null; only an assistant message may have no content"),
     ],
 )
-def test_malformed_tool_calls_are_a_clear_error(message, expected):
+def test_malformed_tool_calls_and_null_content_are_a_clear_error(message, expected):
+    # forwarded as they are, these would be the provider's refusal, reported as an upstream failure
     with pytest.raises(ConversationError, match=r"messages\[1\]\." + expected):
         parse_conversation([{"role": "user", "content": "weather?"}, message])
 

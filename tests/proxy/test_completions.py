@@ -70,8 +70,11 @@ def test_flagged_stream_never_sends_unchecked_text(proxy, client):
     ) as response:
         assert response.status_code == 200
         raw = b"".join(response.iter_raw())
-    assert not any(marker.encode() in raw for marker in HARMFUL_MARKERS)
+    # bare numbers ("604") can occur in the raw bytes by chance (an id, a `created` timestamp, a score): checked in
+    # the streamed text below, the words anywhere in the bytes
+    assert not any(marker.encode() in raw for marker in HARMFUL_MARKERS if not marker.isdigit())
     events = sse_events(raw)
+    assert not any(marker in streamed_text(events) for marker in HARMFUL_MARKERS)
     final = events[-1]
     assert final["choices"][0]["finish_reason"] == "stop"
     assert final["couchguard"]["action"] in ("rewrite", "block")
