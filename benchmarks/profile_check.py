@@ -203,8 +203,14 @@ def _stage(stack: list[tuple[str, str]]) -> str:
     return "other"
 
 
+REPOSITORY = str(Path(__file__).resolve().parents[1]) + "/"
+
+
 def _short(filename: str) -> str:
-    for marker in ("site-packages/", "/work/", "lib/python"):
+    """A frame's file relative to the repository or to the installed packages, wherever either lives."""
+    if filename.startswith(REPOSITORY):
+        return filename[len(REPOSITORY) :]
+    for marker in ("site-packages/", "lib/python"):
         if marker in filename:
             return filename.split(marker, 1)[1]
     return filename

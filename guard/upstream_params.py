@@ -167,11 +167,23 @@ def refuse_call_settings(data: dict[str, Any]) -> None:
     upstream_params({key: data[key] for key in FORWARDED_FIELDS if key in data})
 
 
+def server_call_settings(*, api_base: str | None, api_key: str | None, timeout_s: float) -> dict[str, Any]:
+    """Where and how a model is called, from the operator's configuration only: merged after any client fields, so
+    that these win. No retries: a retry multiplies the user's wait, and the caller's fail mode answers instead."""
+    settings: dict[str, Any] = {"timeout": timeout_s, "max_retries": 0, "num_retries": 0}
+    if api_base:
+        settings["api_base"] = api_base
+    if api_key is not None:
+        settings["api_key"] = api_key
+    return settings
+
+
 __all__ = [
     "CALL_SETTINGS",
     "FORWARDED_FIELDS",
     "ParamsError",
     "UpstreamParams",
     "refuse_call_settings",
+    "server_call_settings",
     "upstream_params",
 ]

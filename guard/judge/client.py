@@ -18,6 +18,7 @@ from typing import Any, Literal
 from classifiers.conversation import Conversation
 
 from ..policy.schema import JudgeConfig
+from ..upstream_params import server_call_settings
 from .limits import Answer
 
 log = logging.getLogger("couchguard.judge")
@@ -69,21 +70,15 @@ class JudgeClient:
         self.config = config
 
     def _kwargs(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
+        api_key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
+        return {
             "model": self.config.model,
             "messages": messages,
             "temperature": 0.0,
             "max_tokens": MAX_ANSWER_TOKENS,
-            "timeout": self.config.timeout_s,
-            # a retry would double the user's wait for a second opinion; on_error answers instead
-            "max_retries": 0,
-            "num_retries": 0,
+            # no retries either: a retry would double the user's wait for a second opinion; on_error answers instead
+            **server_call_settings(api_base=self.config.api_base, api_key=api_key, timeout_s=self.config.timeout_s),
         }
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
-        if self.config.api_key_env and (key := os.environ.get(self.config.api_key_env)):
-            kwargs["api_key"] = key
-        return kwargs
 
     async def ask(self, conversation: Conversation, question: str) -> Reply:
         import litellm  # slow to import; only a policy with a judge pays for it

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
-from ..upstream_params import UpstreamParams
+from ..upstream_params import UpstreamParams, server_call_settings
 from .config import UpstreamConfig
 
 log = logging.getLogger("couchguard.proxy")
@@ -95,15 +95,10 @@ class Upstream:
             "model": self.model,
             "messages": messages,
             "stream": stream,
-            "timeout": self.config.timeout_s,
-            # retries would multiply the user's wait; the fail mode answers instead
-            "max_retries": 0,
-            "num_retries": 0,
+            **server_call_settings(
+                api_base=self.config.api_base, api_key=self.config.api_key(), timeout_s=self.config.timeout_s
+            ),
         }
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
-        if (key := self.config.api_key()) is not None:
-            kwargs["api_key"] = key
         if stream:
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs
