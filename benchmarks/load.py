@@ -21,8 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,17 +29,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 
+from benchmarks.servers import (  # noqa: E402
+    OFFLINE,
+    free_port,
+    machine,
+    percentile,
+    start_serve,
+    start_upstream,
+    stop,
+    wait_ready,
+)
+
+os.environ.update(OFFLINE)
+
 QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas? ({tag})"
 RSS_TOLERANCE = 0.10
-READY_TIMEOUT_S = 300
 
 
 def rss_mib(pid: int) -> float:
@@ -50,13 +56,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def _ms(value: float | None) -> float | None:
@@ -159,63 +158,6 @@ async def run_level(url: str, pid: int, concurrency: int) -> Level:
     return level
 
 
-def start_upstream(token_delay_s: float, log: Path) -> tuple[subprocess.Popen, str]:
-    code = (
-        "import sys, time\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "from tests.proxy.upstream_server import Script, ServerThread, build_app\n"
-        "server = ServerThread(build_app(Script(), token_delay_s=float(sys.argv[2]))).start()\n"
-        "print(server.url, flush=True)\n"
-        "while True:\n"
-        "    time.sleep(3600)\n"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(ROOT), str(token_delay_s)],
-        stdout=subprocess.PIPE,
-        stderr=log.open("w"),
-        text=True,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url.startswith("http://"):
-        process.kill()
-        raise RuntimeError(f"the scripted upstream did not start; see {log}")
-    return process, url
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_proxy(config: Path, port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "COUCHGUARD_LOAD_UPSTREAM_KEY": "sk-load-dummy"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "guard.cli", "serve", "--config", str(config), "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-
-
-def wait_ready(url: str, proxy: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proxy.poll() is not None:
-            raise RuntimeError(f"couchguard serve exited with {proxy.returncode}; see {log}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"couchguard serve was not ready after {READY_TIMEOUT_S} s; see {log}")
-
-
 def markdown(result: dict[str, Any]) -> str:
     rss = result["rss_mib"]
     lines = [
@@ -274,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.proxy.upstream_server import SAFE
 
     workdir = Path(tempfile.mkdtemp(prefix="couchguard-load-"))
-    upstream, upstream_url = start_upstream(args.token_delay_ms / 1000, workdir / "upstream.log")
+    upstream, upstream_url = start_upstream(workdir / "upstream.log", args.token_delay_ms / 1000)
     max_in_flight = args.max_in_flight or DEFAULT_MAX_IN_FLIGHT
     config = workdir / "couchguard.yaml"
     config.write_text(
@@ -295,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proxy_log = workdir / "proxy.log"
-    proxy = start_proxy(config, port, proxy_log)
+    proxy = start_serve(config, port, proxy_log, {"COUCHGUARD_LOAD_UPSTREAM_KEY": "sk-load-dummy"})
     try:
-        wait_ready(url, proxy, proxy_log)
+        wait_ready(f"{url}/healthz", proxy, proxy_log)
         for _ in range(args.warmup):  # first-call paths, connection set-up, lazily imported modules
             asyncio.run(run_level(url, proxy.pid, 1))
         baseline = rss_mib(proxy.pid)
@@ -311,26 +253,14 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(args.settle_s)
         settled = rss_mib(proxy.pid)
     finally:
-        proxy.terminate()
-        upstream.terminate()
-        for process in (proxy, upstream):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop(proxy, upstream)
 
     peak = max([baseline, after_load, settled, *(level["peak_rss_mib"] for level in levels)])
     settled_pct = (settled - baseline) / baseline * 100
     last = levels[-1]
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg(),
-        },
+        "machine": machine(),
         "max_in_flight": max_in_flight,
         "token_delay_ms": args.token_delay_ms,
         "response_words": len(SAFE.split()),

@@ -21,10 +21,7 @@ import argparse
 import asyncio
 import json
 import os
-import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,38 +29,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 from openai import OpenAI  # noqa: E402
 
+from benchmarks.servers import OFFLINE, free_port, machine, percentile, start_serve, start_upstream, stop, wait_ready  # noqa: E402
 from tests.proxy.upstream_server import SAFE  # noqa: E402
 
+os.environ.update(OFFLINE)
+
 QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas? ({i})"
-UPSTREAM = """
-import sys, uvicorn
-sys.path.insert(0, sys.argv[1])
-from tests.proxy.upstream_server import Script, build_app
-uvicorn.run(build_app(Script()), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-"""
-SERVE = "import sys; from guard.cli import main; raise SystemExit(main())"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def summary(values: list[float]) -> dict[str, float]:
+    p50, p95 = percentile(values, 50), percentile(values, 95)
+    assert p50 is not None and p95 is not None, "summary of no values"
     return {
-        "p50_ms": round(percentile(values, 50), 2),
-        "p95_ms": round(percentile(values, 95), 2),
+        "p50_ms": round(p50, 2),
+        "p95_ms": round(p95, 2),
         "mean_ms": round(statistics.fmean(values), 2),
     }
 
@@ -81,28 +66,6 @@ def first_token_ms(client: OpenAI, model: str, messages: list[Any]) -> tuple[flo
         if first is None and chunk.choices and chunk.choices[0].delta.content:
             first = (time.perf_counter() - started) * 1000
     return first or float("nan"), (time.perf_counter() - started) * 1000
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_ready(url: str, process: subprocess.Popen, timeout_s: float = 180, *, any_answer: bool = False) -> None:
-    """Until `url` answers 200 (or anything at all, with `any_answer`: the scripted upstream has no GET route)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url}: the server exited with {process.returncode}")
-        try:
-            if httpx.get(url, timeout=5).status_code == 200 or any_answer:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not become ready")
-        time.sleep(0.2)
 
 
 async def concurrent_round(url: str, model: str, concurrency: int, first: int) -> list[float]:
@@ -131,49 +94,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default="reports/proxy_latency.json")
     args = parser.parse_args(argv)
 
-    from guard.proxy.config import ServeConfig
-
     load_before = os.getloadavg()
     workdir = Path(tempfile.mkdtemp(prefix="couchguard-bench-"))
-    upstream_port, proxy_port = free_port(), free_port()
-    upstream_url, proxy_url = f"http://127.0.0.1:{upstream_port}", f"http://127.0.0.1:{proxy_port}"
+    upstream, upstream_url = start_upstream(workdir / "upstream.log")
+    proxy_url, proxy_log, config_path = f"http://127.0.0.1:{free_port()}", workdir / "proxy.log", workdir / "serve.yaml"
     config = {
         "upstream": {"model": "openai/safe", "api_base": f"{upstream_url}/v1", "api_key_env": "COUCHGUARD_BENCH_KEY"},
         "models": {"safe": "openai/safe"},
         "audit": {"url": f"sqlite:///{workdir / 'audit.db'}"},
         "batching": {"enabled": not args.no_batching},
+        # the concurrent rounds measure queueing, not refusals
+        "concurrency": {"max_in_flight": max(64, 2 * args.concurrency)},
     }
-    if "concurrency" in ServeConfig.model_fields:  # the concurrent rounds measure queueing, not refusals
-        config["concurrency"] = {"max_in_flight": max(64, 2 * args.concurrency)}
-    (workdir / "serve.yaml").write_text(yaml.safe_dump(config))
-    environment = {**os.environ, "COUCHGUARD_BENCH_KEY": "sk-dummy", "PYTHONPATH": str(ROOT)}
-    upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(ROOT), str(upstream_port)], env=environment)
-    proxy = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "serve", "--config", str(workdir / "serve.yaml"), "--port", str(proxy_port)],
-        env=environment,
-        stdout=subprocess.DEVNULL,  # uvicorn's access log
-        stderr=subprocess.DEVNULL,
-    )
+    config_path.write_text(yaml.safe_dump(config))
+    proxy = start_serve(config_path, int(proxy_url.rsplit(":", 1)[1]), proxy_log, {"COUCHGUARD_BENCH_KEY": "sk-dummy"})
     try:
-        wait_ready(upstream_url, upstream, any_answer=True)
-        wait_ready(f"{proxy_url}/healthz", proxy)
+        wait_ready(f"{proxy_url}/healthz", proxy, proxy_log)
         result = measure(args, upstream_url, proxy_url)
     finally:
-        for process in (proxy, upstream):
-            process.terminate()
-        for process in (proxy, upstream):
-            process.wait(timeout=30)
+        stop(proxy, upstream)
 
     result = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average_before": [round(x, 2) for x in load_before],
-            "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": {**machine(), "load_average_before": [round(x, 2) for x in load_before]},
         "policy": "mental-health",
         "response_words": len(SAFE.split()),
         "batching": not args.no_batching,
@@ -240,14 +183,14 @@ def measure(args, upstream_url: str, proxy_url: str) -> dict:
             direct_c += asyncio.run(concurrent_round(f"{upstream_url}/v1", "safe", args.concurrency, first))
             guarded_c += asyncio.run(concurrent_round(f"{proxy_url}/v1", "safe", args.concurrency, first))
         baseline = statistics.median(direct_c)
-        added_c = [g - baseline for g in guarded_c]
+        added = summary([g - baseline for g in guarded_c])
         result["concurrent"] = {
             "concurrency": args.concurrency,
             "rounds": args.rounds,
             "direct": summary(direct_c),
             "couchguard": summary(guarded_c),
-            "added": summary(added_c),
-            "added_p95_over_p50": round(percentile(added_c, 95) / max(percentile(added_c, 50), 1e-9), 2),
+            "added": added,
+            "added_p95_over_p50": round(added["p95_ms"] / max(added["p50_ms"], 1e-9), 2),
         }
     return result
 
@@ -278,7 +221,7 @@ def report(result: dict, args) -> None:
     print(
         f"couchguard proxy latency, {result['response_words']}-word responses, {args.requests} requests / "
         f"{args.streams} streams, batching {'on' if result['batching'] else 'off'} ({machine['cpus']} CPUs, load "
-        f"average {machine['load_average_before'][0]} before / {machine['load_average_after'][0]} after, "
+        f"average {machine['load_average_before'][0]} before / {machine['load_average'][0]} after, "
         f"{result['date']})"
     )
     print(f"{'measure':36} {'p50 ms':>9} {'p95 ms':>9} {'mean ms':>9}")

@@ -1,0 +1,111 @@
+"""The processes the proxy benchmarks start on loopback, and the helpers they share.
+
+`couchguard serve` and the tests' scripted OpenAI-compatible upstream (tests/proxy/upstream_server.py) each run in
+a process of their own, as deployed: servers sharing the benchmark's process (and its GIL) add tens of milliseconds
+of their own to every loopback call, and the proxy's memory is only its own in a process of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+# Runs in the upstream's process: the scripted server on the port given, served from the main thread as
+# `uvicorn.run` does (the tests' ServerThread, a daemon thread beside an idle main one, answered loopback calls
+# tens of milliseconds slower).
+_UPSTREAM = """
+import sys, uvicorn
+sys.path.insert(0, sys.argv[1])
+from tests.proxy.upstream_server import Script, build_app
+app = build_app(Script(), token_delay_s=float(sys.argv[3]))
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank q-th percentile (None for no values): the figures are read off single runs, not interpolated."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on; the load average says whether the machine was otherwise idle."""
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def start_upstream(log: Path, token_delay_s: float = 0.0, timeout_s: float = 60) -> tuple[subprocess.Popen, str]:
+    """(process, base URL) of the scripted upstream, once it answers; `token_delay_s` paces its streamed words."""
+    url = f"http://127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _UPSTREAM, str(ROOT), url.rsplit(":", 1)[1], str(token_delay_s)],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **OFFLINE},
+    )
+    wait_ready(url, process, log, timeout_s, any_answer=True)
+    return process, url
+
+
+def start_serve(config: Path, port: int, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`couchguard serve --config config --port port`, its output (uvicorn's access log included) into `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "guard.cli", "serve", "--config", str(config), "--port", str(port)],
+        cwd=ROOT,
+        env={**os.environ, **OFFLINE, **(env or {})},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_ready(
+    url: str, process: subprocess.Popen, log: Path, timeout_s: float = 300, any_answer: bool = False
+) -> None:
+    """Until `url` answers 200 (any status with `any_answer`); raises when the process exits first or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url}: the server exited with {process.returncode}; see {log}")
+        try:
+            status = httpx.get(url, timeout=5).status_code
+            if any_answer or status == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} was not ready after {timeout_s:.0f} s; see {log}")
+
+
+def stop(*processes: subprocess.Popen) -> None:
+    """Terminate, then wait; kill what has not exited after 30 s."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
