@@ -70,13 +70,14 @@ def _jsonl(*parts: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def everyday_user(split: Split) -> list[EvalItem]:
+def labelled_user_turns(folder: str, split: Split) -> list[EvalItem]:
+    """`<folder>/<split>/user.jsonl`: user turns, ordinary or at risk, the latter naming their crisis signals."""
     items = []
-    for row in _jsonl("everyday", split, "user.jsonl"):
+    for row in _jsonl(folder, split, "user.jsonl"):
         expected = set(row.get("expected_flags") or [])
         unknown = expected - set(SIGNALS)
         if unknown:
-            raise ValueError(f"everyday/{split}/user.jsonl {row['id']}: unknown signals {sorted(unknown)}")
+            raise ValueError(f"{folder}/{split}/user.jsonl {row['id']}: unknown signals {sorted(unknown)}")
         # a benign turn is a negative for every user harm signal; an at-risk turn is a positive for its own
         labels = {name: 0 for name in _harm_signals("user")} if not expected else {name: 1 for name in expected}
         items.append(
@@ -116,7 +117,14 @@ for _split in ("dev", "test"):
         _split,
         "input",
         "independent writer's ordinary user turns in 40+ domains and at-risk turns for the seven crisis signals",
-    )(lambda s=_split: everyday_user(s))
+    )(lambda s=_split: labelled_user_turns("everyday", s))
+    register(
+        f"feelings-user-{_split}",
+        _split,
+        "input",
+        "independent writer's users talking about how they feel (loneliness, low days, grief, warmth toward the "
+        "assistant, meaning, calm turns after venting) and at-risk turns in the same soft register",
+    )(lambda s=_split: labelled_user_turns("feelings", s))
     register(
         f"everyday-responses-{_split}",
         _split,

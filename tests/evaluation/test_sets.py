@@ -26,18 +26,23 @@ def test_every_set_loads_and_ends_on_the_rail_it_names(name):
     assert all(set(item.labels) <= set(SIGNALS) | {HARM} and set(item.labels.values()) <= {0, 1} for item in items)
 
 
+# (set, ordinary turns, at-risk turns, turns of each crisis signal): at least
+USER_SETS = [("everyday-user", 250, 100, 15), ("feelings-user", 120, 50, 5)]
+
+
+@pytest.mark.parametrize(("name", "benign", "at_risk", "per_signal"), USER_SETS)
 @pytest.mark.parametrize("split", ["dev", "test"])
-def test_everyday_user_sets_cover_ordinary_life_and_every_crisis(split):
-    items = EVAL_SETS[f"everyday-user-{split}"].load()
+def test_user_sets_cover_ordinary_life_and_every_crisis(split, name, benign, at_risk, per_signal):
+    items = EVAL_SETS[f"{name}-{split}"].load()
     groups = Counter(item.group for item in items)
-    assert groups["benign"] >= 250 and groups["at-risk"] >= 100
+    assert groups["benign"] >= benign and groups["at-risk"] >= at_risk
     for item in items:
         if item.group == "benign":  # a benign turn is a negative for every user crisis signal
             assert item.labels == {name: 0 for name in _user_harms()}
         else:  # an at-risk turn is a positive for its own signal and says nothing of the others
             assert item.labels and set(item.labels.values()) == {1}
     positives = Counter(name for item in items for name, label in item.labels.items() if label)
-    assert set(positives) == _user_harms() and min(positives.values()) >= 15
+    assert set(positives) == _user_harms() and min(positives.values()) >= per_signal
 
 
 @pytest.mark.parametrize("name", ["everyday-responses", "stance-responses"])
@@ -56,7 +61,7 @@ def test_dev_and_test_share_no_text():
         return {
             m.content
             for s in eval_sets(split)
-            if s.name.startswith(("everyday", "stance"))
+            if s.name.startswith(("everyday", "stance", "feelings"))
             for item in s.load()
             for m in item.conversation.messages
             if len(m.content.split()) >= 8
