@@ -121,6 +121,7 @@ class JudgeTier:
             matched=matched,
             flagged=verdict.flagged,
             escalate=any(rule.escalate for rule in matched),
+            scores=verdict.scores,
         )
         return judged, calls
 

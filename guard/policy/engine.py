@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
 from classifiers.signals import SIGNALS
@@ -21,19 +21,24 @@ class Verdict:
     matched: tuple[InputRule | OutputRule, ...]
     flagged: tuple[str, ...]
     escalate: bool
+    # the scores the verdict was reached on; they order rules of equal specificity (rules_with)
+    scores: Mapping[str, float] = field(default_factory=dict)
 
     def rules_with(self, action: str) -> list:
         """The matched rules with `action`, those about the user's own state first: the first one's template and
         instruction are what the user receives, so a rule that requires a crisis signal the user carries (suicide,
         self-harm) comes before one that requires another flagged user signal (mania, compulsion), which comes
-        before a rule about the response alone. Policy order decides within each group."""
+        before a rule about the response alone. Within a group the rule whose user signal scores highest comes
+        first (a fixed belief at 1.0 is answered as a belief, not as the voices scored 0.9 beside it); policy order
+        decides the rest."""
         rules = [rule for rule in self.matched if rule.action == action]
         return sorted(rules, key=self._user_specificity)
 
-    def _user_specificity(self, rule: InputRule | OutputRule) -> int:
+    def _user_specificity(self, rule: InputRule | OutputRule) -> tuple[int, float]:
         required = {signal for signal, _, negated in rule.when.signals() if not negated and signal in self.flagged}
         users = [SIGNALS[signal] for signal in required if signal in SIGNALS and SIGNALS[signal].side == "user"]
-        return 0 if any(spec.crisis for spec in users) else (1 if users else 2)
+        group = 0 if any(spec.crisis for spec in users) else (1 if users else 2)
+        return group, -max((self.scores.get(spec.name, 0.0) for spec in users), default=0.0)
 
 
 def holds(condition: Condition, scores: Mapping[str, float], thresholds: Mapping[str, float]) -> bool:
@@ -56,7 +61,12 @@ def evaluate(policy: Policy, rail: Rail, scores: Mapping[str, float], thresholds
     action = max((rule.action for rule in matched), key=lambda name: severity(rail, name), default="allow")
     flagged = tuple(name for name, score in scores.items() if score >= thresholds.get(name, 1.0))
     return Verdict(
-        rail=rail, action=action, matched=matched, flagged=flagged, escalate=any(rule.escalate for rule in matched)
+        rail=rail,
+        action=action,
+        matched=matched,
+        flagged=flagged,
+        escalate=any(rule.escalate for rule in matched),
+        scores=dict(scores),
     )
 
 

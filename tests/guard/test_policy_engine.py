@@ -143,6 +143,28 @@ def test_the_most_severe_matched_action_wins(tmp_path):
     assert evaluate(policy, "output", {A1: 0.1}, HALF).action == "allow"
 
 
+def test_the_rule_about_the_users_strongest_signal_gives_the_template(tmp_path):
+    # policy order puts the response-only rule and the weaker user signal's rule first; neither gives the template
+    plain = [name for name in USER if not SIGNALS[name].crisis]
+    belief, voices = plain[0], plain[1]
+    rules = "".join(
+        f"  - {{id: {rule_id}, criterion: dont_stigmatize, when: {{all: [{{signal: {A1}}}{extra}]}}, "
+        "action: rewrite, template: safe_fallback, strategies: [template]}\n"
+        for rule_id, extra in (
+            ("response", ""),
+            ("voices", f", {{signal: {voices}}}"),
+            ("belief", f", {{signal: {belief}}}"),
+        )
+    )
+    policy = load_policy(write(tmp_path, "p.yaml", "name: p\noutput_rules:\n" + rules))
+    order = [r.id for r in evaluate(policy, "output", {A1: 0.9, belief: 1.0, voices: 0.9}, HALF).rules_with("rewrite")]
+    assert order == ["belief", "voices", "response"]
+    order = [r.id for r in evaluate(policy, "output", {A1: 0.9, belief: 0.6, voices: 0.9}, HALF).rules_with("rewrite")]
+    assert order == ["voices", "belief", "response"]
+    order = [r.id for r in evaluate(policy, "output", {A1: 0.9, belief: 0.7, voices: 0.7}, HALF).rules_with("rewrite")]
+    assert order == ["voices", "belief", "response"]  # a tie keeps policy order
+
+
 def test_flagged_and_escalate_follow_thresholds_and_rules(tmp_path):
     policy = load_policy(
         write(
