@@ -108,7 +108,10 @@ def _released(text: str, template: str) -> str:
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
 def test_fault(faulty, fault: Fault, stream: bool, who: str):
     text, input_action, template_name = USERS[who]
-    messages = user(f"{text} (ref {next(_numbers)}, {fault.name}, {'stream' if stream else 'plain'})")
+    # the reference that tells this case's audit rows apart rides in a system message: appended to the user's turn
+    # it changed the text the signals score, and the at-risk turn then sat at the threshold
+    reference = {"role": "system", "content": f"ref {next(_numbers)}, {fault.name}, {'stream' if stream else 'plain'}"}
+    messages = [reference, *user(text)]
     template = render_template(template_name, "US")
     body = {"model": fault.model, "messages": messages, "stream": stream}
     url, headers = f"{faulty.url}/v1/chat/completions", {"authorization": f"Bearer {KEY}"}
