@@ -44,6 +44,8 @@ class ProxyState:
     load_error: str | None = None
     limit: ConcurrencyLimit = field(init=False)
 
+    # glibc's malloc_trim, or None where there is none; per instance, so that a replica's own trims are its own
+    trim_heap: Callable[[int], int] | None = field(default_factory=lambda: _MALLOC_TRIM, repr=False)
     _trim: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
     _trimmed_at: float = field(default=float("-inf"), init=False, repr=False)
 
@@ -59,7 +61,7 @@ class ProxyState:
         mapped, and `malloc_trim` returns them (33 MiB after 64 concurrent scorings in one process). It runs on a
         worker thread, only when nothing is in flight, at most once per TRIM_INTERVAL_S. What stays after a burst
         is the allocator's high-water mark, bounded by max_in_flight (docs/proxy.md, "Load and backpressure")."""
-        if _MALLOC_TRIM is None:
+        if self.trim_heap is None:
             return
         if self._trim is not None:
             self._trim.cancel()
@@ -68,9 +70,9 @@ class ProxyState:
 
     def _trim_if_idle(self) -> None:
         self._trim = None
-        if self.limit.in_flight == 0 and _MALLOC_TRIM is not None:
+        if self.limit.in_flight == 0 and self.trim_heap is not None:
             self._trimmed_at = time.monotonic()
-            asyncio.get_running_loop().run_in_executor(None, _MALLOC_TRIM, 0)
+            asyncio.get_running_loop().run_in_executor(None, self.trim_heap, 0)
 
     @classmethod
     def from_config(cls, config: ServeConfig) -> "ProxyState":
@@ -149,7 +151,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-_MALLOC_TRIM = _malloc_trim()
+_MALLOC_TRIM: Callable[[int], int] | None = _malloc_trim()
 
 
 def _import_litellm() -> None:
