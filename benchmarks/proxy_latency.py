@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     workdir = Path(tempfile.mkdtemp(prefix="couchguard-bench-"))
     upstream, upstream_url = start_upstream(workdir / "upstream.log")
-    proxy_url, proxy_log, config_path = f"http://127.0.0.1:{free_port()}", workdir / "proxy.log", workdir / "serve.yaml"
+    port, proxy_log, config_path = free_port(), workdir / "proxy.log", workdir / "serve.yaml"
+    proxy_url = f"http://127.0.0.1:{port}"
     config = {
         "upstream": {"model": "openai/safe", "api_base": f"{upstream_url}/v1", "api_key_env": "COUCHGUARD_BENCH_KEY"},
         "models": {"safe": "openai/safe"},
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         "concurrency": {"max_in_flight": max(64, 2 * args.concurrency)},
     }
     config_path.write_text(yaml.safe_dump(config))
-    proxy = start_serve(config_path, int(proxy_url.rsplit(":", 1)[1]), proxy_log, {"COUCHGUARD_BENCH_KEY": "sk-dummy"})
+    proxy = start_serve(config_path, port, proxy_log, {"COUCHGUARD_BENCH_KEY": "sk-dummy"})
     try:
         wait_ready(f"{proxy_url}/healthz", proxy, proxy_log)
         result = measure(args, upstream_url, proxy_url)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
@@ -40,11 +41,8 @@ def free_port() -> int:
 
 
 def percentile(values: list[float], q: float) -> float | None:
-    """The nearest-rank q-th percentile (None for no values): the figures are read off single runs, not interpolated."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+    """The q-th percentile as a measured value, not interpolated (None for no values)."""
+    return float(np.percentile(values, q, method="nearest")) if values else None
 
 
 def machine() -> dict[str, Any]:
@@ -60,9 +58,10 @@ def machine() -> dict[str, Any]:
 
 def start_upstream(log: Path, token_delay_s: float = 0.0, timeout_s: float = 60) -> tuple[subprocess.Popen, str]:
     """(process, base URL) of the scripted upstream, once it answers; `token_delay_s` paces its streamed words."""
-    url = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
-        [sys.executable, "-c", _UPSTREAM, str(ROOT), url.rsplit(":", 1)[1], str(token_delay_s)],
+        [sys.executable, "-c", _UPSTREAM, str(ROOT), str(port), str(token_delay_s)],
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         env={**os.environ, **OFFLINE},
