@@ -66,7 +66,7 @@ def evaluate(policy: Policy, rail: Rail, scores: Mapping[str, float], thresholds
         matched=matched,
         flagged=flagged,
         escalate=any(rule.escalate for rule in matched),
-        scores=dict(scores),
+        scores=scores,
     )
 
 

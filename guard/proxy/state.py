@@ -30,6 +30,18 @@ TRIM_IDLE_S = 2.0
 TRIM_INTERVAL_S = 30.0
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
 @dataclass
 class ProxyState:
     config: ServeConfig
@@ -45,7 +57,7 @@ class ProxyState:
     limit: ConcurrencyLimit = field(init=False)
 
     # glibc's malloc_trim, or None where there is none; per instance, so that a replica's own trims are its own
-    trim_heap: Callable[[int], int] | None = field(default_factory=lambda: _MALLOC_TRIM, repr=False)
+    trim_heap: Callable[[int], int] | None = field(default=_MALLOC_TRIM, repr=False)
     _trim: asyncio.TimerHandle | None = field(default=None, init=False, repr=False)
     _trimmed_at: float = field(default=float("-inf"), init=False, repr=False)
 
@@ -140,18 +152,6 @@ class ProxyState:
             self.audit.close()
         if self.escalation is not None:
             self.escalation.close()
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's malloc_trim, or None where the C library has none (musl, macOS)."""
-    name = ctypes.util.find_library("c")
-    try:
-        return ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        return None
-
-
-_MALLOC_TRIM: Callable[[int], int] | None = _malloc_trim()
 
 
 def _import_litellm() -> None:
