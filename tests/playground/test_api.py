@@ -63,11 +63,16 @@ def test_a_moved_threshold_redecides_from_cached_scores_as_the_exported_override
     first = decide(client, messages=BRIDGES)
     moved = decide(client, messages=BRIDGES, thresholds={"user.suicide": 0.99})
     assert moved["cached_scores"] and moved["conversation_hash"] == first["conversation_hash"]
-    assert moved["action"] == "allow" and not moved["rules"]
-    assert next(s for s in moved["signals"] if s["name"] == "user.suicide")["threshold"] == 0.99
+    suicide = next(s for s in moved["signals"] if s["name"] == "user.suicide")
+    assert suicide["threshold"] == 0.99 and not suicide["flagged"]
+    # the rule that follows the threshold no longer fires; one with its own level (suicide-risk-high, at least
+    # 0.9) still does when the score reaches that level, whatever the threshold
+    assert "suicide-risk" in {r["id"] for r in first["rules"]}
+    assert "suicide-risk" not in {r["id"] for r in moved["rules"]}
     # the same decision from the policy file the page exports, through the ordinary pipeline
     guard, _ = guard_from_export(client, tmp_path, scorer, {"user.suicide": 0.99})
-    assert guard.check(parse_conversation(BRIDGES)).action == "allow"
+    exported = guard.check(parse_conversation(BRIDGES))
+    assert (exported.action, list(exported.rules)) == (moved["action"], [r["id"] for r in moved["rules"]])
 
 
 def test_the_output_rail_shows_the_exact_text_the_user_receives(client, scorer):

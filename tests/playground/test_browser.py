@@ -121,27 +121,35 @@ def test_pick_a_vignette_move_a_slider_and_export(page, shots, scorer, tmp_path)
     assert "extends: mental-health" in before_yaml and "user.suicide" not in before_yaml
     page.screenshot(path=shots / "1-vignette.png", full_page=True)
 
-    # the keyboard alone: focus the slider, End takes it to 1.0, and Guard now lets the question through
+    # the keyboard alone: focus the slider, End takes it to 1.0, and the rule that follows the threshold goes
+    # (suicide-risk-high keeps its own level, 0.9, so whether the question now passes depends on its score)
     slider = page.locator("#threshold-user-suicide")
     slider.focus()
     page.keyboard.press("End")
-    page.wait_for_function("document.querySelector('#action')?.dataset.action === 'allow'")
-    assert "No rule fired" in page.inner_text("#rules")
     page.wait_for_function("document.querySelector('#override-yaml').value.includes('user.suicide: 1.0')")
+    page.wait_for_function(
+        "![...document.querySelectorAll('#rules li > div:first-child > strong')].some(e => e.textContent === "
+        "'suicide-risk')"
+    )
     exported = page.input_value("#override-yaml")
+    shown = page.get_attribute("#action", "data-action")
     page.screenshot(path=shots / "2-slider-moved.png", full_page=True)
 
     # what the page exported decides what the page showed, through the ordinary pipeline
     path = tmp_path / "override.yaml"
     path.write_text(exported, encoding="utf-8")
     conversation = parse_conversation([{"role": "user", "content": page.input_value(".turn textarea")}])
-    assert Guard(load_policy(path), scorer).check(conversation).action == "allow"
+    decision = Guard(load_policy(path), scorer).check(conversation)
+    assert decision.action == shown and "suicide-risk" not in decision.rules
 
-    # Page Down twice brings it back below the score: the question is steered again
+    # Page Down brings it back below the score: the threshold's rule fires again
     page.keyboard.press("PageDown")
     page.keyboard.press("PageDown")
     page.keyboard.press("PageDown")
-    page.wait_for_function("document.querySelector('#action')?.dataset.action === 'steer'")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#rules li > div:first-child > strong')].some(e => e.textContent === "
+        "'suicide-risk')"
+    )
 
 
 def test_a_labelled_response_goes_through_the_output_rail(page, shots):
