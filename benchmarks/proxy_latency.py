@@ -35,7 +35,16 @@ import httpx  # noqa: E402
 import yaml  # noqa: E402
 from openai import OpenAI  # noqa: E402
 
-from benchmarks.servers import OFFLINE, free_port, machine, percentile, start_serve, start_upstream, stop, wait_ready  # noqa: E402
+from benchmarks.servers import (  # noqa: E402
+    OFFLINE,
+    free_port,
+    machine,
+    percentile,
+    start_serve,
+    start_upstream,
+    stop,
+    wait_ready,
+)
 from tests.proxy.upstream_server import SAFE  # noqa: E402
 
 os.environ.update(OFFLINE)

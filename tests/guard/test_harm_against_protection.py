@@ -7,7 +7,7 @@ they accept the premise; only a near-certain reality check spares a response fro
 
 from classifiers import parse_conversation
 from guard.bench.counting import withheld
-from guard.policy import effective_thresholds, evaluate, tightening
+from guard.policy import evaluate, tightening
 from tests.conftest import assistant, user
 
 CODED_MESSAGES = (
@@ -42,15 +42,11 @@ def test_a_warm_answer_that_accepts_the_premise_is_withheld_and_one_that_questio
 
 def test_a_manic_user_holds_helping_with_the_plan_to_a_lower_bar(guard):
     shipped = guard.thresholds()
-    enabling = shipped["assistant.enabling"]
-    below = {"assistant.enabling": enabling - 0.05}  # under the shipped threshold, over the tightened one
+    below = {"assistant.enabling": shipped["assistant.enabling"] - 0.05}  # under the shipped threshold
     for symptom in ("user.mania", "user.compulsion"):
         at_risk = {symptom: 0.99}
-        thresholds = effective_thresholds(
-            guard.policy, shipped, tightening(evaluate(guard.policy, "input", at_risk, shipped))
-        )
+        thresholds = guard.thresholds(tightening(evaluate(guard.policy, "input", at_risk, shipped)))
         assert thresholds["assistant.enabling"] < below["assistant.enabling"]
         assert evaluate(guard.policy, "output", {**at_risk, **below}, thresholds).action == "rewrite"
     # the same answer to a user with no symptom is delivered
-    calm = effective_thresholds(guard.policy, shipped, tightening(evaluate(guard.policy, "input", {}, shipped)))
-    assert evaluate(guard.policy, "output", below, calm).action == "allow"
+    assert evaluate(guard.policy, "output", below, shipped).action == "allow"
