@@ -18,6 +18,7 @@ import platform
 import statistics
 import time
 from datetime import date
+from functools import partial
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -78,6 +79,17 @@ def machine() -> str:
     )
 
 
+def cold_score(scorer, *batches) -> None:
+    """Score each batch of conversations as `check` would, with an empty embedding cache.
+
+    A function of its arguments, not a lambda over loop variables: a closure that picked up the wrong scorer once
+    timed the last backend under every backend's name.
+    """
+    scorer.embeddings_.clear()
+    for batch in batches:
+        scorer.score_many(batch)
+
+
 def interleaved(functions: dict, repeats: int, warmup: int = 3) -> dict[str, list[float]]:
     """Milliseconds per call of each function, measured round by round (each round calls every function once)."""
     for function in functions.values():
@@ -114,9 +126,9 @@ def main() -> None:
 
     scorers = {}
     for backend in args.backends:
-        scorer = SignalScorer(backend=backend).load()
-        if scorer.encoder_.backend_ == backend:
-            scorers[backend] = scorer
+        loaded = SignalScorer(backend=backend).load()
+        if loaded.encoder_.backend_ == backend:
+            scorers[backend] = loaded
         else:
             print(f"{backend}: not available (see the log line above), not measured")
     bare = SentenceTransformer(str(default_model_path()), device="cpu", local_files_only=True)
@@ -140,12 +152,7 @@ def main() -> None:
         highest = max(score for name, score in user_scores.items() if SIGNALS[name].kind == "harm")
         functions = {"bare encode": lambda texts=[user_turn, response]: bare.encode(texts, show_progress_bar=False)}
         # each call cold: the embedding cache would otherwise answer every repeat without the encoder
-        functions.update(
-            {
-                backend: (lambda c=conversation, s=scorer: (s.embeddings_.clear(), s.score(c)))
-                for backend, s in scorers.items()
-            }
-        )
+        functions.update({backend: partial(cold_score, s, [conversation]) for backend, s in scorers.items()})
         timings = interleaved(functions, args.repeats)
         plain = timings["bare encode"]
         result = {
@@ -180,12 +187,7 @@ def main() -> None:
     texts = [message.content for conversation in conversations for message in conversation.messages]
     batches = [conversations[i : i + args.batch] for i in range(0, len(conversations), args.batch)]
     functions = {"bare encode": lambda: bare.encode(texts, batch_size=args.batch, show_progress_bar=False)}
-    functions.update(
-        {
-            backend: (lambda s=scorer: (s.embeddings_.clear(), [s.score_many(b) for b in batches]))
-            for backend, s in scorers.items()
-        }
-    )
+    functions.update({backend: partial(cold_score, s, *batches) for backend, s in scorers.items()})
     timings = interleaved(functions, max(1, args.repeats // 20), warmup=1)
     plain = statistics.median(timings["bare encode"])
     result = {
