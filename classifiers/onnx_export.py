@@ -72,17 +72,26 @@ def export_fp32(encoder: Encoder, path: Path) -> None:
     )
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]}
-    with torch.inference_mode():
-        torch.onnx.export(
-            _last_hidden_state(encoder.transformer_),
-            tuple(sample[n] for n in names),
-            str(path),
-            input_names=names,
-            output_names=["last_hidden_state"],
-            dynamic_axes=axes,
-            opset_version=OPSET,
-            dynamo=False,
-        )
+    transformer = encoder.transformer_
+    loaded_attention = transformer.config._attn_implementation
+    # Trace the eager attention (MatMul, Softmax, MatMul): ONNX Runtime's graph optimiser fuses that pattern into
+    # one Attention kernel, and not the trace of torch's scaled_dot_product_attention. Same numbers (hidden states
+    # within 4e-6), a fifth less time per forward pass on CPU (benchmarks/speed.py).
+    transformer.set_attn_implementation("eager")
+    try:
+        with torch.inference_mode():
+            torch.onnx.export(
+                _last_hidden_state(transformer),
+                tuple(sample[n] for n in names),
+                str(path),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes=axes,
+                opset_version=OPSET,
+                dynamo=False,
+            )
+    finally:
+        transformer.set_attn_implementation(loaded_attention)
 
 
 def export_int8(fp32: Path, path: Path) -> None:
