@@ -65,16 +65,22 @@ class OnnxRunner:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Idle threads sleep instead of spinning: on a machine shared with the proxy's event loop (or other work),
-        # spinning made a 220-token forward pass 5x slower than torch's; without it ONNX fp32 is ~20% faster.
+        # spinning made a 220-token forward pass 5x slower than torch's; alone, spinning saves only ~5% (37 vs 39 ms
+        # for a calm conversation, benchmarks/speed.py).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # quiet: the graph's unused-initialiser notices say nothing about the embeddings
         options.log_severity_level = 3
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [item.name for item in self.session.get_inputs()]
+        # The CPU arena keeps the high-water mark of every run: one batch of 32 long responses (the proxy's
+        # micro-batches, `check`) grew it by 440 MiB for good, and a serving replica's memory with it. Shrinking it
+        # back after each run returned that memory at no measurable cost in time (32 x 256 tokens: 945 ms either way).
+        self.run_options = onnxruntime.RunOptions()
+        self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def __call__(self, encoded: dict[str, np.ndarray]) -> np.ndarray:
         feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in self.inputs}
-        [hidden] = self.session.run(None, feed)
+        [hidden] = self.session.run(None, feed, self.run_options)
         return mean_pool(hidden, np.asarray(encoded["attention_mask"]))
 
 
