@@ -100,7 +100,7 @@ class Level:
 async def one_stream(http: httpx.AsyncClient, tag: str) -> Outcome:
     outcome = Outcome()
     started = time.perf_counter()
-    body = {"model": "safe", "stream": True, "messages": [{"role": "user", "content": QUESTION.format(tag=tag)}]}
+    body = {"model": "fresh", "stream": True, "messages": [{"role": "user", "content": QUESTION.format(tag=tag)}]}
     try:
         async with http.stream("POST", "/v1/chat/completions", json=body) as response:
             outcome.status = response.status_code
@@ -223,12 +223,12 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(  # JSON is YAML
             {
                 "upstream": {
-                    "model": "openai/safe",
+                    "model": "openai/fresh",
                     "api_base": f"{upstream_url}/v1",
                     "api_key_env": "COUCHGUARD_LOAD_UPSTREAM_KEY",
                     "timeout_s": 120,
                 },
-                "models": {"safe": "openai/safe"},
+                "models": {"fresh": "openai/fresh"},
                 "audit": {"url": f"sqlite:///{workdir / 'audit.db'}"},
                 "concurrency": {"max_in_flight": max_in_flight},
             }

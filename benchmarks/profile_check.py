@@ -241,11 +241,11 @@ def profile_proxy(out: Path, requests: int, streams: int, interval: float, concu
             parse_config(
                 {
                     "upstream": {
-                        "model": "openai/safe",
+                        "model": "openai/fresh",
                         "api_base": f"http://127.0.0.1:{port}/v1",
                         "api_key_env": "COUCHGUARD_PROFILE_KEY",
                     },
-                    "models": {"safe": "openai/safe"},
+                    "models": {"fresh": "openai/fresh"},
                     "audit": {"url": f"sqlite:///{scratch / 'audit.db'}"},
                 }
             )
@@ -266,7 +266,7 @@ def profile_proxy(out: Path, requests: int, streams: int, interval: float, concu
 
             def ask(i: int, stream: bool) -> float:
                 body = {
-                    "model": "safe",
+                    "model": "fresh",
                     "stream": stream,
                     "messages": [{"role": "user", "content": f"{QUESTION} ({i})"}],
                 }
@@ -281,7 +281,7 @@ def profile_proxy(out: Path, requests: int, streams: int, interval: float, concu
                 async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=count)) as pool:
 
                     async def one(i: int) -> float:
-                        body = {"model": "safe", "messages": [{"role": "user", "content": f"{QUESTION} ({i})"}]}
+                        body = {"model": "fresh", "messages": [{"role": "user", "content": f"{QUESTION} ({i})"}]}
                         started = time.perf_counter()
                         response = await pool.post(f"{proxy.url}/v1/chat/completions", json=body)
                         response.raise_for_status()

@@ -10,9 +10,10 @@ p95). Streamed: time to the first content token directly, and to the first *chec
 Concurrent: rounds of `--concurrency` requests sent at once, directly and then through couchguard; the added
 latency of each request through couchguard is its latency less the median direct latency at the same concurrency,
 and its p95 / p50 ratio says whether requests queue behind one another (head-of-line blocking; goal < 3).
-Responses are the scripted 188-word answer to a calm user turn; the policy is mental-health; the audit log is a
-SQLite file (written off the request path). The machine's load average is recorded: on a shared machine, read the
-figures as relative.
+Responses are the scripted 188-word answer to a calm user turn, numbered so that each is a text the proxy has not
+seen: a repeated answer would come from the embedding cache and skip the encoder, which no deployment's answers do.
+The policy is mental-health; the audit log is a SQLite file (written off the request path). The machine's load
+average is recorded: on a shared machine, read the figures as relative.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     port, proxy_log, config_path = free_port(), workdir / "proxy.log", workdir / "serve.yaml"
     proxy_url = f"http://127.0.0.1:{port}"
     config = {
-        "upstream": {"model": "openai/safe", "api_base": f"{upstream_url}/v1", "api_key_env": "COUCHGUARD_BENCH_KEY"},
-        "models": {"safe": "openai/safe"},
+        "upstream": {"model": "openai/fresh", "api_base": f"{upstream_url}/v1", "api_key_env": "COUCHGUARD_BENCH_KEY"},
+        "models": {"fresh": "openai/fresh"},
         "audit": {"url": f"sqlite:///{workdir / 'audit.db'}"},
         "batching": {"enabled": not args.no_batching},
         # the concurrent rounds measure queueing, not refusals
@@ -146,13 +147,13 @@ def measure(args, upstream_url: str, proxy_url: str) -> dict:
 
     def ask(client: OpenAI, i: int):
         return lambda: client.chat.completions.create(
-            model="safe", messages=[{"role": "user", "content": QUESTION.format(i=i)}]
+            model="fresh", messages=[{"role": "user", "content": QUESTION.format(i=i)}]
         )
 
     for i in range(5):  # warm-up: connections, first-call paths
         timed(ask(direct, i))
         timed(ask(guarded, i))
-        first_token_ms(guarded, "safe", [{"role": "user", "content": QUESTION.format(i=i)}])
+        first_token_ms(guarded, "fresh", [{"role": "user", "content": QUESTION.format(i=i)}])
 
     direct_ms, guarded_ms, added_ms = [], [], []
     for i in range(args.requests):
@@ -164,10 +165,10 @@ def measure(args, upstream_url: str, proxy_url: str) -> dict:
     direct_first, guarded_first, direct_total, guarded_total = [], [], [], []
     for i in range(args.streams):
         messages = [{"role": "user", "content": QUESTION.format(i=i)}]
-        first, total = first_token_ms(direct, "safe", messages)
+        first, total = first_token_ms(direct, "fresh", messages)
         direct_first.append(first)
         direct_total.append(total)
-        first, total = first_token_ms(guarded, "safe", messages)
+        first, total = first_token_ms(guarded, "fresh", messages)
         guarded_first.append(first)
         guarded_total.append(total)
 
@@ -190,8 +191,8 @@ def measure(args, upstream_url: str, proxy_url: str) -> dict:
         guarded_c: list[float] = []
         for r in range(args.rounds):
             first = 10_000 * (r + 1)
-            direct_c += asyncio.run(concurrent_round(f"{upstream_url}/v1", "safe", args.concurrency, first))
-            guarded_c += asyncio.run(concurrent_round(f"{proxy_url}/v1", "safe", args.concurrency, first))
+            direct_c += asyncio.run(concurrent_round(f"{upstream_url}/v1", "fresh", args.concurrency, first))
+            guarded_c += asyncio.run(concurrent_round(f"{proxy_url}/v1", "fresh", args.concurrency, first))
         baseline = statistics.median(direct_c)
         added = summary([g - baseline for g in guarded_c])
         result["concurrent"] = {

@@ -75,6 +75,8 @@ class Script:
             return "normal", texts[min(self.calls[key], len(texts)) - 1]
         if model == "safe":
             return "normal", SAFE
+        if model == "fresh":  # SAFE with a serial number: a text no embedding cache has seen (latency benchmarks)
+            return "normal", f"{SAFE} (Reply {sum(self.calls.values())}.)"
         if model == "means":  # always harmful, also when regenerated
             return "normal", HARMFUL_MEANS
         if model == "means-once":  # harmful first, corrected when couchguard regenerates
