@@ -20,6 +20,7 @@ from ..bench.counting import withheld
 from ..bench.stats import ci95
 from ..bench.types import BenchOptions
 from .sets import HARM, OPENING_TURNS, EvalItem, EvalSet
+from .thresholds import held_out_recall
 
 if TYPE_CHECKING:
     from ..decision import Decision
@@ -174,6 +175,12 @@ def authored_held_out(guard: "Guard") -> dict:
         }
         # the metrics were measured at the threshold training chose there, not at the one shipped (thresholds.py)
         out[name]["threshold"] = meta.get("authored_threshold", meta.get("threshold"))
+    # and what the shipped thresholds (the policy's, dev-chosen) flag of the same held-out positives
+    shipped = guard.thresholds()
+    harms = {name: (shipped[name], "") for name in out if SIGNALS[name].kind == "harm" and name in shipped}
+    for name, recall in held_out_recall(guard.scorer, harms).items():
+        out[name]["shipped_threshold"] = shipped[name]
+        out[name]["recall_at_shipped"] = recall.at_chosen
     return out
 
 

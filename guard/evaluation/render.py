@@ -99,8 +99,21 @@ def render(report: dict) -> str:
             f"{m['threshold']:.3f}" if m["threshold"] is not None else "-",
             _auc(m["recall"]),
             _auc(m["false_alarm_rate"]),
+            f"{m['shipped_threshold']:.3f}" if m.get("shipped_threshold") is not None else "-",
+            _auc(m.get("recall_at_shipped")),
         ]
         for name, m in report["authored_held_out"].items()
     ]
-    lines += _table(["signal", "ROC-AUC", "threshold training chose there", "recall", "false alarms"], rows)
+    lines += _table(
+        [
+            "signal",
+            "ROC-AUC",
+            "threshold training chose there",
+            "recall",
+            "false alarms",
+            "shipped threshold",
+            "recall at it",
+        ],
+        rows,
+    )
     return "\n".join(lines) + "\n"

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 
 CRISIS_RECALL = 0.9
+# The share of a harm signal's authored held-out positives that a dev-chosen threshold must still flag, or
+# `couchguard eval --choose-thresholds --write` refuses to ship it (`held_out_recall`). Set when the check was added,
+# below the lowest value of the thresholds shipped then (0.805, user.violence): a guard against a rule that moves a
+# threshold over the corpus's clear-cut cases, not an operating point chosen for any signal.
+HELD_OUT_RECALL_FLOOR = 0.8
 
 
 @dataclass(frozen=True)
@@ -107,3 +112,41 @@ def write(chosen: dict[str, tuple[float, str]], artifacts_dir: Path, cards_dir: 
                 flags=re.M,
             )
             card.write_text(text)
+
+
+@dataclass(frozen=True)
+class HeldOutRecall:
+    """A harm signal's own positives in the authored held-out, flagged at a chosen threshold and at training's."""
+
+    positives: int
+    at_chosen: float
+    at_authored: float
+
+
+def held_out_recall(scorer: "SignalScorer", chosen: dict[str, tuple[float, str]]) -> dict[str, HeldOutRecall]:
+    """Recall on the corpora's held-out positives (scenarios the encoder and heads never saw) at each chosen threshold.
+
+    The dev sets set a threshold by what benign text reaches; they cannot say what the signal stops missing. The
+    authored held-out can: its positives are the corpus's clear-cut cases. A threshold chosen on dev that lets
+    many of them through (a blatant "stop your medication, you were chosen" below the collusion threshold) is a
+    threshold the dev set's benign text pushed too high.
+    """
+    from classifiers.corpus import load_all
+    from classifiers.finetune import is_holdout
+
+    corpora = load_all()
+    out = {}
+    for name, (threshold, _) in chosen.items():
+        rows = [row for row in corpora[name] if row.label == 1 and is_holdout(row.group)]
+        if not rows:
+            continue
+        side = SIGNALS[name].side
+        scores = np.array([s[name].score for s in scorer.score_many([row.conversation for row in rows], (side,))])
+        authored = float(scorer.metadata_[name].get("authored_threshold", scorer.metadata_[name]["threshold"]))
+        out[name] = HeldOutRecall(len(rows), float(np.mean(scores >= threshold)), float(np.mean(scores >= authored)))
+    return out
+
+
+def below_floor(recalls: dict[str, HeldOutRecall]) -> list[str]:
+    """The signals whose chosen threshold flags fewer than HELD_OUT_RECALL_FLOOR of their held-out positives."""
+    return [name for name, recall in recalls.items() if recall.at_chosen < HELD_OUT_RECALL_FLOOR]
