@@ -10,8 +10,9 @@ p95). Streamed: time to the first content token directly, and to the first *chec
 Concurrent: rounds of `--concurrency` requests sent at once, directly and then through couchguard; the added
 latency of each request through couchguard is its latency less the median direct latency at the same concurrency,
 and its p95 / p50 ratio says whether requests queue behind one another (head-of-line blocking; goal < 3).
-Responses are the scripted 188-word answer to a calm user turn, numbered so that each is a text the proxy has not
-seen: a repeated answer would come from the embedding cache and skip the encoder, which no deployment's answers do.
+Responses are the scripted 188-word answer to a calm user turn after a serial number, so that each, from its first
+streamed window on, is text the proxy has not seen: a repeated answer would come from the embedding cache and skip
+the encoder, which no deployment's answers do.
 The policy is mental-health; the audit log is a SQLite file (written off the request path). The machine's load
 average is recorded: on a shared machine, read the figures as relative.
 """

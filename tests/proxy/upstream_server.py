@@ -75,8 +75,8 @@ class Script:
             return "normal", texts[min(self.calls[key], len(texts)) - 1]
         if model == "safe":
             return "normal", SAFE
-        if model == "fresh":  # SAFE with a serial number: a text no embedding cache has seen (latency benchmarks)
-            return "normal", f"{SAFE} (Reply {sum(self.calls.values())}.)"
+        if model == "fresh":  # SAFE after a serial number: from its first window on, text no cache has seen
+            return "normal", f"Reply {sum(self.calls.values())}. {SAFE}"
         if model == "means":  # always harmful, also when regenerated
             return "normal", HARMFUL_MEANS
         if model == "means-once":  # harmful first, corrected when couchguard regenerates
