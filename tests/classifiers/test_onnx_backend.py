@@ -177,7 +177,7 @@ def _resident_mib() -> float:
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads resident memory from Linux's /proc")
 def test_a_batch_of_long_texts_does_not_keep_its_memory():
     # ONNX Runtime's CPU arena keeps the largest run's buffers unless it is shrunk after each run: a batch of 32
-    # texts of 256 tokens (a proxy micro-batch of long answers) held on to about 440 MiB for good
+    # texts of 256 tokens (a proxy micro-batch of long answers) held on to 250-440 MiB for good in our runs
     runner = OnnxRunner(onnx_dir() / FILES["onnx"])
 
     def batch(texts: int, tokens: int) -> dict[str, np.ndarray]:
