@@ -65,7 +65,7 @@ def _choose_thresholds(write: bool) -> int:
 
     scorer = shared_scorer()
     chosen = thresholds.choose(scorer)
-    recalls = thresholds.held_out_recall(scorer, chosen)
+    recalls = thresholds.held_out_recall(scorer, {name: threshold for name, (threshold, _) in chosen.items()})
     for name, (threshold, rule) in chosen.items():
         held = recalls.get(name)
         flagged = (

@@ -177,7 +177,7 @@ def authored_held_out(guard: "Guard") -> dict:
         out[name]["threshold"] = meta.get("authored_threshold", meta.get("threshold"))
     # and what the shipped thresholds (the policy's, dev-chosen) flag of the same held-out positives
     shipped = guard.thresholds()
-    harms = {name: (shipped[name], "") for name in out if SIGNALS[name].kind == "harm" and name in shipped}
+    harms = {name: shipped[name] for name in out if SIGNALS[name].kind == "harm" and name in shipped}
     for name, recall in held_out_recall(guard.scorer, harms).items():
         out[name]["shipped_threshold"] = shipped[name]
         out[name]["recall_at_shipped"] = recall.at_chosen

@@ -123,8 +123,8 @@ class HeldOutRecall:
     at_authored: float
 
 
-def held_out_recall(scorer: "SignalScorer", chosen: dict[str, tuple[float, str]]) -> dict[str, HeldOutRecall]:
-    """Recall on the corpora's held-out positives (scenarios the encoder and heads never saw) at each chosen threshold.
+def held_out_recall(scorer: "SignalScorer", thresholds: dict[str, float]) -> dict[str, HeldOutRecall]:
+    """Recall on the corpora's held-out positives (scenarios the encoder and heads never saw) at each given threshold.
 
     The dev sets set a threshold by what benign text reaches; they cannot say what the signal stops missing. The
     authored held-out can: its positives are the corpus's clear-cut cases. A threshold chosen on dev that lets
@@ -136,7 +136,7 @@ def held_out_recall(scorer: "SignalScorer", chosen: dict[str, tuple[float, str]]
 
     corpora = load_all()
     out = {}
-    for name, (threshold, _) in chosen.items():
+    for name, threshold in thresholds.items():
         rows = [row for row in corpora[name] if row.label == 1 and is_holdout(row.group)]
         if not rows:
             continue

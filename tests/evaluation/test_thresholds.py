@@ -17,18 +17,16 @@ def test_shipped_thresholds_are_chosen_on_the_dev_sets(scorer):
 
 
 def test_the_shipped_thresholds_still_flag_the_authored_held_out_positives(scorer):
-    shipped = {name: (scorer.default_threshold(name), "") for name, spec in SIGNALS.items() if spec.kind == "harm"}
+    shipped = {name: scorer.default_threshold(name) for name, spec in SIGNALS.items() if spec.kind == "harm"}
     recalls = thresholds.held_out_recall(scorer, shipped)
     assert set(recalls) == set(shipped)
     assert thresholds.below_floor(recalls) == []
-    for name, recall in recalls.items():
-        assert recall.positives >= 20, name
-        assert thresholds.HELD_OUT_RECALL_FLOOR <= recall.at_chosen <= 1.0, name
+    assert all(recall.positives >= 20 for recall in recalls.values())
 
 
 def test_a_threshold_over_the_held_out_positives_is_refused(scorer):
     # user.violence at 0.999999 (a dev budget pushed to the top) lets most of its clear-cut held-out positives through
-    chosen = {"user.violence": (0.999999, ""), "assistant.means": (scorer.default_threshold("assistant.means"), "")}
+    chosen = {"user.violence": 0.999999, "assistant.means": scorer.default_threshold("assistant.means")}
     recalls = thresholds.held_out_recall(scorer, chosen)
     assert recalls["user.violence"].at_chosen < recalls["user.violence"].at_authored
     assert thresholds.below_floor(recalls) == ["user.violence"]
