@@ -20,7 +20,7 @@ from ..bench.counting import withheld
 from ..bench.stats import ci95
 from ..bench.types import BenchOptions
 from .sets import HARM, OPENING_TURNS, EvalItem, EvalSet
-from .thresholds import held_out_recall
+from .thresholds import authored_threshold, held_out_recall
 
 if TYPE_CHECKING:
     from ..decision import Decision
@@ -174,7 +174,7 @@ def authored_held_out(guard: "Guard") -> dict:
             for key in ("roc_auc", "recall", "false_alarm_rate", "hard_negative_false_alarm_rate", "positives")
         }
         # the metrics were measured at the threshold training chose there, not at the one shipped (thresholds.py)
-        out[name]["threshold"] = meta.get("authored_threshold", meta.get("threshold"))
+        out[name]["threshold"] = authored_threshold(meta)
     # and what the shipped thresholds (the policy's, dev-chosen) flag of the same held-out positives
     shipped = guard.thresholds()
     harms = {name: shipped[name] for name in out if SIGNALS[name].kind == "harm" and name in shipped}

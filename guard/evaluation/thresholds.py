@@ -92,6 +92,12 @@ def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
     return chosen
 
 
+def authored_threshold(meta: dict) -> float:
+    """The threshold training chose on the authored held-out: kept beside the shipped one once `write` has replaced
+    it, else still the head's own."""
+    return float(meta.get("authored_threshold", meta["threshold"]))
+
+
 def write(chosen: dict[str, tuple[float, str]], artifacts_dir: Path, cards_dir: Path | None = None) -> None:
     """Store the thresholds in the heads' metadata (what the scorer ships as each signal's default) and in the model
     cards, keeping the threshold training chose on the authored held-out beside them."""
@@ -124,7 +130,8 @@ class HeldOutRecall:
 
 
 def held_out_recall(scorer: "SignalScorer", thresholds: dict[str, float]) -> dict[str, HeldOutRecall]:
-    """Recall on the corpora's held-out positives (scenarios the encoder and heads never saw) at each given threshold.
+    """Recall on the corpora's held-out positives at each given threshold: scenarios that neither the encoder nor the
+    linear heads were fitted on (the heads' calibration was fitted on them).
 
     The dev sets set a threshold by what benign text reaches; they cannot say what the signal stops missing. The
     authored held-out can: its positives are the corpus's clear-cut cases. A threshold chosen on dev that lets
@@ -142,7 +149,7 @@ def held_out_recall(scorer: "SignalScorer", thresholds: dict[str, float]) -> dic
             continue
         side = SIGNALS[name].side
         scores = np.array([s[name].score for s in scorer.score_many([row.conversation for row in rows], (side,))])
-        authored = float(scorer.metadata_[name].get("authored_threshold", scorer.metadata_[name]["threshold"]))
+        authored = authored_threshold(scorer.metadata_[name])
         out[name] = HeldOutRecall(len(rows), float(np.mean(scores >= threshold)), float(np.mean(scores >= authored)))
     return out
 
