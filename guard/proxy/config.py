@@ -57,6 +57,10 @@ class EscalationConfig(_Strict):
 class StreamConfig(_Strict):
     # a checked window is released once it holds at least this many characters of complete sentences
     min_window_chars: int = Field(default=1, ge=1)
+    # each check scores the whole response so far, so a window per sentence encodes a 10-sentence answer about
+    # five times over; a window that must take the text released so far to this many times its length bounds a
+    # stream's checks to about twice one pass (1.0: a window per sentence, as fast as sentences arrive)
+    window_growth: float = Field(default=2.0, ge=1.0, le=10.0)
 
 
 DEFAULT_MAX_IN_FLIGHT = 64

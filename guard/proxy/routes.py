@@ -98,7 +98,7 @@ async def _chat_completion(request: Request, state: ProxyState, product: Product
         exchange,
         state.metrics,
         writer,
-        min_window_chars=state.config.stream.min_window_chars,
+        windows=state.config.stream,
         include_usage=chat.include_usage,
     )
     # the status line leaves with the first chunk: until that is ready, a failed upstream can still be answered

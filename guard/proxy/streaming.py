@@ -2,7 +2,9 @@
 
 Upstream tokens are buffered by a reader task; the relay releases them in sentence windows, each checked with all
 the response so far as context. Windows size themselves: while one is being scored, tokens keep arriving, and the
-next window takes every complete sentence that is waiting, so checks never fall behind a fast model.
+next window takes every complete sentence that is waiting, so checks never fall behind a fast model. They also grow
+(`next_window`): each check re-encodes the whole response so far, so after the first sentence a window waits until
+it would multiply the released text by `stream.window_growth`.
 
 A window that fails is not the answer: a sentence can read as harm alone and be sound in context (a suggestion the
 next sentence takes back), and the text so far would pick a rewrite or template the whole answer does not call for.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
@@ -27,6 +30,7 @@ from classifiers.encoder import sentence_spans
 
 from ..actions import delivers
 from ..decision import Decision
+from .config import StreamConfig
 from .exchange import Exchange
 from .metrics import Metrics
 from .models import guard_info
@@ -102,9 +106,28 @@ async def _read(deltas: AsyncIterator[Delta], received: Received, request_id: st
         received.changed.set()
 
 
+def next_window(shown: str, sent: int, windows: StreamConfig) -> int | None:
+    """Where the next window to check ends, `sent` characters of `shown` being out; None to wait for more text.
+
+    Every check scores the whole response so far, so its cost grows with what was already sent: a window must hold
+    `min_window_chars` of complete sentences and bring the released text to `window_growth` times its length. The
+    first window is one sentence whatever the growth (the first checked token is not delayed); later ones grow
+    geometrically, so that a stream's checks add up to about `growth / (growth - 1)` passes over the answer instead
+    of one per sentence."""
+    cut = last_boundary(shown, sent)
+    needed = max(windows.min_window_chars, math.ceil((windows.window_growth - 1.0) * sent))
+    return cut if cut is not None and cut - sent >= needed else None
+
+
 async def checked_stream(
-    ex: Exchange, metrics: Metrics, writer: ChunkWriter, *, min_window_chars: int = 1, include_usage: bool = False
+    ex: Exchange,
+    metrics: Metrics,
+    writer: ChunkWriter,
+    *,
+    windows: StreamConfig | None = None,
+    include_usage: bool = False,
 ) -> AsyncIterator[bytes]:
+    windows = windows or StreamConfig()
     decision = ex.input_decision
     if decision is not None and not delivers(decision.action, "input"):  # answered by the guard, model not called
         yield writer.content(decision.text or "")
@@ -131,8 +154,8 @@ async def checked_stream(
             if received.done or held_since is not None:
                 continue  # the whole response is in (the final rail checks the tail), or held until it is
             shown = ex.restore(received.text)
-            cut = last_boundary(shown, len(sent))
-            if cut is None or cut - len(sent) < min_window_chars:
+            cut = next_window(shown, len(sent), windows)
+            if cut is None:
                 continue
             if not await ex.window_allowed(shown[:cut]):
                 held_since = time.perf_counter()

@@ -8,9 +8,9 @@ import socket
 import pytest
 
 from classifiers.encoder import sentence_spans
-from guard.proxy.config import ConfigError, parse_config
+from guard.proxy.config import ConfigError, StreamConfig, parse_config
 from guard.proxy.products import _key_matches
-from guard.proxy.streaming import last_boundary, remainder
+from guard.proxy.streaming import last_boundary, next_window, remainder
 
 
 def test_config_errors_keep_their_location():
@@ -50,6 +50,51 @@ def test_windows_end_where_the_classifiers_split_sentences(text):
     cut = last_boundary(text, 0)
     spans = sentence_spans(text)
     assert cut == spans[-2][1]
+
+
+@pytest.mark.parametrize(
+    "text, sent, growth, expected",
+    [
+        ("First one. Second", 0, 2.0, 10),  # the first window is one sentence whatever the growth
+        ("First one. Second one. Third", 10, 1.0, 22),  # growth 1: every complete sentence that arrives
+        ("First one. Second one. Third", 10, 2.0, 22),  # 12 new characters >= 10 released: a window
+        ("First one. Second. Third", 10, 2.0, None),  # 8 new characters < 10 released: wait for more
+        ("First one. Second. Third", 10, 1.5, 18),
+        ("First one. Second one", 10, 1.0, None),  # nothing complete beyond what was sent
+    ],
+)
+def test_next_window_grows_with_what_was_sent(text, sent, growth, expected):
+    assert next_window(text, sent, StreamConfig(window_growth=growth)) == expected
+
+
+def test_min_window_chars_still_holds_under_growth():
+    assert next_window("A. B. C", 0, StreamConfig(min_window_chars=4, window_growth=2.0)) == 5
+    assert next_window("A. B. C", 0, StreamConfig(min_window_chars=6, window_growth=2.0)) is None
+
+
+@pytest.mark.parametrize("growth", [1.5, 2.0, 3.0])
+def test_growing_windows_bound_the_text_a_stream_checks(growth):
+    """Sentences arriving one at a time: every check scores the response so far, so what a stream's checks read in
+    all is the sum of the windows' ends; growing windows keep it within growth / (growth - 1) of the answer, where a
+    window per sentence reads the answer once per sentence."""
+    answer = "".join(f"Sentence number {i} says {'something ' * (i % 4)}useful. " for i in range(40))
+    ends = [end + 1 for _, end in sentence_spans(answer)]  # each sentence arrives with the space after it
+
+    def checked(windows: StreamConfig) -> list[int]:
+        sent, cuts = 0, []
+        for end in ends:
+            cut = next_window(answer[:end], sent, windows)
+            if cut is not None:
+                cuts.append(cut)
+                sent = cut
+        return cuts
+
+    per_sentence, growing = checked(StreamConfig(window_growth=1.0)), checked(StreamConfig(window_growth=growth))
+    assert len(per_sentence) == len(ends)  # a check per sentence
+    assert growing[0] == per_sentence[0]  # the first checked text is not delayed
+    assert all(b >= growth * a for a, b in zip(growing, growing[1:]))
+    assert sum(growing) <= growth / (growth - 1) * len(answer)
+    assert sum(per_sentence) > 10 * len(answer)
 
 
 @pytest.mark.parametrize(
