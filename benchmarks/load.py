@@ -1,7 +1,8 @@
 """Load on `couchguard serve`: waves of concurrent checked streams, a scripted streaming upstream, all on loopback.
 
     python benchmarks/load.py [--concurrency 50 100 200] [--settle-s 60] [--max-in-flight 64]
-                              [--token-delay-ms 20] [--json reports/load.json] [--markdown reports/load.md]
+                              [--token-delay-ms 20] [--window-growth 2.0]
+                              [--json reports/load.json] [--markdown reports/load.md]
 
 The proxy runs as `couchguard serve` in a subprocess (its own process, so its memory is what is measured), with the
 shipped policy and classifiers and a SQLite audit log; the upstream is the tests' scripted OpenAI-compatible server
@@ -163,7 +164,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Load on `couchguard serve` ({result['machine']['cpus']} CPUs, {result['date']}): max_in_flight "
         f"{result['max_in_flight']}, {result['response_words']}-word streamed answers at one word per "
-        f"{result['token_delay_ms']} ms, policy mental-health. Times are for answered (200) requests.",
+        f"{result['token_delay_ms']} ms, window_growth {result['window_growth']}, policy mental-health. Times are "
+        "for answered (200) requests.",
         "",
         "| concurrent streams | 200 | 429 | other | first checked token p50 / p95 ms | total p50 / p95 ms "
         "| peak RSS MiB |",
@@ -207,12 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle-s", type=non_negative, default=60.0, help="wait after the load before the last RSS")
     parser.add_argument("--max-in-flight", type=positive_int, default=None, help="the proxy's limit (default: its own)")
     parser.add_argument("--token-delay-ms", type=non_negative, default=20.0, help="upstream pace, per word")
+    parser.add_argument("--window-growth", type=float, default=None, help="the proxy's stream.window_growth")
     parser.add_argument("--warmup", type=positive_int, default=5, help="sequential streams before the baseline")
     parser.add_argument("--json", default="reports/load.json")
     parser.add_argument("--markdown", default="reports/load.md")
     args = parser.parse_args(argv)
 
-    from guard.proxy.config import DEFAULT_MAX_IN_FLIGHT
+    from guard.proxy.config import DEFAULT_MAX_IN_FLIGHT, StreamConfig
     from tests.proxy.upstream_server import SAFE
 
     workdir = Path(tempfile.mkdtemp(prefix="couchguard-load-"))
@@ -231,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                 "models": {"fresh": "openai/fresh"},
                 "audit": {"url": f"sqlite:///{workdir / 'audit.db'}"},
                 "concurrency": {"max_in_flight": max_in_flight},
+                **({"stream": {"window_growth": args.window_growth}} if args.window_growth else {}),
             }
         )
     )
@@ -262,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
         "max_in_flight": max_in_flight,
+        "window_growth": args.window_growth or StreamConfig().window_growth,
         "token_delay_ms": args.token_delay_ms,
         "response_words": len(SAFE.split()),
         "settle_s": args.settle_s,
