@@ -3,9 +3,9 @@
 Reports p50/p95 latency and the ratio to a bare sentence-transformers `encode` of the same two texts (the floor any
 embedding-based scorer pays), measured in the same run and interleaved with it, round by round, so that a busy
 machine slows both alike. Two conversations are measured: a calm one, and one where the user is at risk, for which
-the response is also scored sentence by sentence (see `SignalScorer.sentence_gate`). Then batch throughput: Moore
-et al.'s responses scored in batches of `--batch` as `couchguard check` does, against a bare batched `encode` of
-the same texts. Every backend available (torch, ONNX fp32, ONNX int8) is measured in the same run.
+the response's sentences are also scored (pooled from its window's pass; see `SignalScorer.sentence_gate`). Then
+batch throughput: Moore et al.'s responses scored in batches of `--batch` as `couchguard check` does, against a bare
+batched `encode` of the same texts. Every backend available (torch, ONNX fp32, ONNX int8) is measured in the same run.
 Run: `make bench-speed`.
 """
 
@@ -158,7 +158,7 @@ def main() -> None:
         result = {
             "words": {"user": len(user_turn.split()), "response": len(response.split())},
             "highest_user_harm": round(highest, 3),
-            "sentence_pass": reference.scores_sentences(user_scores),
+            "sentences_scored": reference.scores_sentences(user_scores),
             "bare_encode_ms": summary(plain),
             "couchguard_ms": {backend: summary(timings[backend]) for backend in scorers},
             "ratio_p50": {
@@ -168,7 +168,7 @@ def main() -> None:
         figures[label] = result
         print(
             f"{label}: {result['words']['user']}-word user turn + {result['words']['response']}-word response, "
-            f"highest user harm {highest:.2f}, sentence pass {'yes' if result['sentence_pass'] else 'no'}"
+            f"highest user harm {highest:.2f}, sentences scored {'yes' if result['sentences_scored'] else 'no'}"
         )
         print(
             f"  {'bare encode':16s} p50 {result['bare_encode_ms']['p50']:6.1f} ms   "

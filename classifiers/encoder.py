@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from . import offline
-from .onnx_backend import BACKENDS, TOLERANCE, OnnxRunner, OnnxUnavailable, probe_cosines, read_manifest, verified_graph
+from .onnx_backend import (
+    BACKENDS,
+    TOLERANCE,
+    OnnxRunner,
+    OnnxUnavailable,
+    mean_pool,
+    probe_cosines,
+    read_manifest,
+    verified_graph,
+)
 from .settings import Settings, settings
 
 if TYPE_CHECKING:
@@ -130,6 +139,7 @@ class Encoder:
         self.identity_ = _identity(path, self.dimension_)
         self._torch = torch
         self._forward = self._torch_forward
+        self._hidden = self._torch_hidden
         self.backend_ = "torch"
 
     def _load_onnx(self, path: Path) -> None:
@@ -144,6 +154,7 @@ class Encoder:
         self.identity_ = identity
         self._runner = OnnxRunner(graph)
         self._forward = self._onnx_forward
+        self._hidden = self._onnx_hidden
         # the graph must reproduce torch's embeddings of the probe texts through this very encode path
         cosines = probe_cosines(self._encode, read_manifest(graph.parent))
         if float(cosines.min()) < TOLERANCE[self.backend]:
@@ -215,6 +226,38 @@ class Encoder:
                 out[[todo[i][0] for i in batch]] = self._forward([encodings[i] for i in batch])
         return out
 
+    def encode_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each text, its embedding and those of its character spans, all from one forward pass.
+
+        A span's vector is the mean of the hidden states of the tokens inside it, unit length: the span read in the
+        context of the whole text (its sentences' neighbours included), at no cost beyond the text's own pass.
+        Texts must fit one window (`chunks`); a span holding no token gets a zero vector.
+        """
+        self._check_loaded()
+        results: list[tuple[np.ndarray, np.ndarray]] = [
+            (np.zeros(self.dimension_, np.float32), np.zeros((len(s), self.dimension_), np.float32)) for s in spans
+        ]
+        todo = [i for i, text in enumerate(texts) if text.strip()]
+        if not todo:
+            return results
+        encodings = [
+            self.tokenizer_(texts[i], truncation=True, max_length=256, return_offsets_mapping=True) for i in todo
+        ]
+        offsets = [np.asarray(encoding.pop("offset_mapping")).reshape(-1, 2) for encoding in encodings]
+        batches = length_buckets([len(encoding["input_ids"]) for encoding in encodings], self.batch_size)
+        with self._lock:
+            for batch in batches:
+                hidden, mask = self._hidden([encodings[k] for k in batch])
+                for row, k in enumerate(batch):
+                    tokens = hidden[row][mask[row].astype(bool)]  # the text's own tokens, in order
+                    starts, ends = offsets[k][:, 0], offsets[k][:, 1]
+                    inside = np.array(
+                        [(starts >= a) & (ends <= b) & (ends > starts) for a, b in spans[todo[k]]], dtype=bool
+                    ).reshape(len(spans[todo[k]]), len(starts))
+                    window = mean_pool(tokens[None], np.ones((1, len(tokens)), np.int64))[0]
+                    results[todo[k]] = (window, _span_means(tokens, inside))
+        return results
+
     def _torch_forward(self, encodings: list) -> np.ndarray:
         torch = self._torch
         with torch.inference_mode():
@@ -225,8 +268,27 @@ class Encoder:
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             return pooled.float().cpu().numpy()
 
+    def _torch_hidden(self, encodings: list) -> tuple[np.ndarray, np.ndarray]:
+        torch = self._torch
+        with torch.inference_mode():
+            encoded = self.tokenizer_.pad(encodings, return_tensors="pt").to(self.device)
+            hidden = self.transformer_(**encoded).last_hidden_state
+            return hidden.float().cpu().numpy(), encoded["attention_mask"].cpu().numpy()
+
     def _onnx_forward(self, encodings: list) -> np.ndarray:
         return self._runner(self.tokenizer_.pad(encodings, return_tensors="np"))
+
+    def _onnx_hidden(self, encodings: list) -> tuple[np.ndarray, np.ndarray]:
+        padded = self.tokenizer_.pad(encodings, return_tensors="np")
+        return self._runner.hidden(padded), np.asarray(padded["attention_mask"])
+
+
+def _span_means(tokens: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """Unit-length mean of the token vectors (tokens, dimension) selected by each row of `inside` (spans, tokens)."""
+    counts = inside.sum(axis=1, keepdims=True)
+    means = (inside.astype(np.float32) @ tokens) / np.maximum(counts, 1)
+    norms = np.linalg.norm(means, axis=1, keepdims=True)
+    return np.where(norms > 0, means / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
 
 
 def length_buckets(lengths: list[int], batch_size: int) -> list[list[int]]:

@@ -3,7 +3,9 @@
 Each message is encoded once (windowed when long), and the features of one window are
 `[window, context, window * context]`: the embedding of the scored text, the embedding of its context, and their
 element-wise product, so that a linear head can learn interactions such as "a question about bridges *after*
-distress" that neither text carries alone.
+distress" that neither text carries alone. Sentence rows (for the heads whose unit is a sentence) take the same form,
+with each sentence's vector pooled from the hidden states of its own tokens in its window's encoder pass: the
+sentence read beside its neighbours, at no second pass over the response.
 
 - user side: the scored turn is the latest user turn; the context is the mean of up to three earlier user turns.
 - assistant side: the scored turn is the latest assistant turn; the context is the user turns it answers (the
@@ -22,6 +24,12 @@ from .encoder import Chunk, Encoder, sentence_spans
 from .signals import Side, Unit
 
 CONTEXT_TURNS = 3
+# What a head's feature rows are, stored with it: a head is refused at load when this release computes other rows.
+FEATURES = {
+    "window": "window+context+product/v1",
+    # each sentence's vector pooled from its window's own encoder pass (v1 encoded each sentence alone)
+    "sentence": "window+context+product/v1; sentences pooled in their window/v2",
+}
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,9 @@ class SideFeatures:
     def rows(self, unit: Unit) -> tuple[list[tuple[int, int]], np.ndarray]:
         """(spans, feature rows) that a head of this unit scores; the turn is as risky as its riskiest row.
 
-        Sentence heads score every sentence on its own and also every window, so that what a response says as a
-        whole (its stance) still counts next to what one sentence says. Features computed without sentences give
-        the windows alone, which sentence heads are trained on too.
+        Sentence heads score every sentence and also every window, so that what a response says as a whole (its
+        stance) still counts next to what one sentence says. Features computed without sentences give the windows
+        alone, which sentence heads are trained on too.
         """
         windows = [(chunk.start, chunk.end) for chunk in self.chunks]
         if unit == "window" or self.sentence_matrix is None:
@@ -111,14 +119,30 @@ class Featurizer:
             for text, vector in zip(missing, self.encoder.encode(missing)):
                 self.cache[text] = vector
 
+    def embed_sentences(self, chunks: Iterable[Chunk]) -> None:
+        """Encode each window not yet in the cache with its sentences, in one batched pass (`Encoder.encode_spans`)."""
+        missing = list(
+            dict.fromkeys(
+                chunk.text
+                for chunk in chunks
+                if any(sentence_key(chunk.text, span) not in self.cache for span in window_sentences(chunk.text))
+            )
+        )
+        if not missing:
+            return
+        spans = [window_sentences(text) for text in missing]
+        for text, window_spans, (window, sentences) in zip(missing, spans, self.encoder.encode_spans(missing, spans)):
+            self.cache[text] = window
+            for span, vector in zip(window_spans, sentences):
+                self.cache[sentence_key(text, span)] = vector
+
     @staticmethod
     def _sentences(plan: _Plan) -> list[tuple[tuple[int, int], str]]:
-        """(span in the turn, text) of each sentence of the scored turn's windows that holds at least one word."""
+        """(span in the turn, cache key) of each sentence of the scored turn's windows that holds at least one word."""
         return [
-            ((chunk.start + a, chunk.start + b), chunk.text[a:b])
+            ((chunk.start + a, chunk.start + b), sentence_key(chunk.text, (a, b)))
             for chunk in plan.chunks
-            for a, b in sentence_spans(chunk.text)
-            if any(c.isalnum() for c in chunk.text[a:b])
+            for a, b in window_sentences(chunk.text)
         ]
 
     def _turn_vector(self, text: str) -> np.ndarray:
@@ -131,8 +155,8 @@ class Featurizer:
     ) -> list[SideFeatures | None]:
         """Feature rows for the scored turn of each conversation (None where the side has no turn).
 
-        With `sentences` (for all conversations, or one flag each), each sentence of the scored turn is also
-        encoded on its own and gets a feature row (`SideFeatures.rows("sentence")`).
+        With `sentences` (for all conversations, or one flag each), each sentence of the scored turn also gets a
+        feature row (`SideFeatures.rows("sentence")`), its vector pooled from its window's pass.
         """
         plans = [self._plan(c, side) for c in conversations]
         flags = [sentences] * len(plans) if isinstance(sentences, bool) else list(sentences)
@@ -141,14 +165,17 @@ class Featurizer:
         sentences_of = [
             self._sentences(plan) if plan is not None and flag else None for plan, flag in zip(plans, flags)
         ]
+        # a window whose sentences are scored is encoded once for both (its sentences read inside it)
+        self.embed_sentences(
+            chunk for plan, pieces in zip(plans, sentences_of) if plan is not None and pieces for chunk in plan.chunks
+        )
         needed: list[str] = []
-        for plan, pieces in zip(plans, sentences_of):
+        for plan in plans:
             if plan is None:
                 continue
             needed.extend(chunk.text for chunk in plan.chunks)
             for text, _ in plan.context:
                 needed.extend(window.text for window in self.windows(text))
-            needed.extend(text for _, text in pieces or ())
         self.embed(needed)
         dimension = self.encoder.dimension_
         results: list[SideFeatures | None] = []
@@ -169,7 +196,7 @@ class Featurizer:
             sentence_matrix = None
             if pieces is not None:
                 spans = tuple(span for span, _ in pieces)
-                vectors = [self.cache[text] for _, text in pieces]
+                vectors = [self.cache[key] for _, key in pieces]
                 sentence_matrix = combine(
                     np.stack(vectors) if vectors else np.zeros((0, dimension), np.float32), context
                 )
@@ -184,6 +211,17 @@ class Featurizer:
                 )
             )
         return results
+
+
+def window_sentences(text: str) -> list[tuple[int, int]]:
+    """The spans of a window's sentences that hold at least one word: the units sentence heads score."""
+    return [(a, b) for a, b in sentence_spans(text) if any(c.isalnum() for c in text[a:b])]
+
+
+def sentence_key(window: str, span: tuple[int, int]) -> str:
+    """The embedding cache's key for a sentence read inside its window. Message text never starts with NUL
+    (`parse_conversation` drops control characters), so no text anyone sends can stand for it."""
+    return f"\x00{span[0]}:{span[1]}\x00{window}"
 
 
 def combine(windows: np.ndarray, context: np.ndarray) -> np.ndarray:

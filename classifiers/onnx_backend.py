@@ -79,9 +79,13 @@ class OnnxRunner:
         self.run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def __call__(self, encoded: dict[str, np.ndarray]) -> np.ndarray:
+        return mean_pool(self.hidden(encoded), np.asarray(encoded["attention_mask"]))
+
+    def hidden(self, encoded: dict[str, np.ndarray]) -> np.ndarray:
+        """The last hidden state, (batch, tokens, dimension)."""
         feed = {name: np.asarray(encoded[name], dtype=np.int64) for name in self.inputs}
         [hidden] = self.session.run(None, feed, self.run_options)
-        return mean_pool(hidden, np.asarray(encoded["attention_mask"]))
+        return hidden
 
 
 def read_manifest(directory: Path) -> dict:

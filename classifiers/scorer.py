@@ -12,7 +12,7 @@ import numpy as np
 from .conversation import Conversation
 from .embedding_cache import DEFAULT_CAPACITY, EmbeddingCache
 from .encoder import Encoder, shared_encoder
-from .features import Featurizer, SideFeatures
+from .features import FEATURES, Featurizer, SideFeatures
 from .heads import CalibratedLinearHead, artifact_path
 from .onnx_backend import BACKEND_ENV, BACKENDS
 from .settings import Settings, settings
@@ -21,8 +21,8 @@ from .signals import SIGNALS, Side
 ARTIFACTS_DIR = Path(__file__).resolve().parent / "artifacts"
 ARTIFACTS_ENV = Settings.env("artifacts")
 EVIDENCE_CHARS = 280
-# The calibrated probability of any user harm signal from which responses are also scored sentence by sentence;
-# well below every shipped threshold, so that borderline conversations get the finer scoring too. 0 = always.
+# The calibrated probability of any user harm signal from which responses' sentences are also scored; well below
+# every shipped threshold, so that borderline conversations get the finer scoring too. 0 = always.
 SENTENCE_GATE = 0.2
 # The encoder backend that scoring uses unless COUCHGUARD_BACKEND or `SignalScorer(backend=...)` says otherwise.
 # ONNX fp32 matched torch exactly on `couchguard eval` (every ROC-AUC within 1e-6, every false alarm and recall count)
@@ -98,6 +98,11 @@ class SignalScorer:
                 raise ArtifactError(
                     f"{stem}.json was trained on encoder {meta.get('encoder')!r}, but {encoder.identity_!r} is loaded"
                 )
+            if meta.get("features") != FEATURES[SIGNALS[name].unit]:
+                raise ArtifactError(
+                    f"{stem}.json was trained on {meta.get('features')!r} feature rows, but this release computes "
+                    f"{FEATURES[SIGNALS[name].unit]!r}: run `couchguard train --signal {name}`"
+                )
             heads[name], metadata[name] = head, meta
         self.encoder_ = encoder
         self.embeddings_ = EmbeddingCache(self.cache_size)
@@ -160,12 +165,15 @@ class SignalScorer:
         return self.scores_sentences(user)
 
     def scores_sentences(self, user_scores: dict[str, float] | None) -> bool:
-        """Whether a response is also scored sentence by sentence, given its conversation's user-side scores.
+        """Whether a response's sentences are also scored, given its conversation's user-side scores.
 
-        Scoring each sentence on its own costs a second encoder pass over the response. The signals that need it
-        (a height or a dose in one sentence of a long answer; a single helpline line) matter when the user is at
-        risk, so the pass runs when any user harm signal reaches `sentence_gate`, or when the user side is unknown.
-        Otherwise those signals score the response's windows, which their heads are trained on as well.
+        The signals that read sentences (a height or a dose in one sentence of a long answer; a single helpline
+        line) matter when the user is at risk, so sentences are scored when any user harm signal reaches
+        `sentence_gate`, or when the user side is unknown; otherwise those signals score the response's windows,
+        which their heads are trained on as well. Sentences cost no second encoder pass (they are pooled from the
+        window's), so the gate is about decisions, not time: the thresholds and policy levels were chosen on the dev
+        sets with it, and ordinary answers to calm users (a dose in first-aid advice) were never weighed sentence by
+        sentence.
         """
         if not user_scores:
             return True
@@ -196,9 +204,9 @@ class SignalScorer:
     ) -> list[tuple[tuple[int, int], dict[str, float]]]:
         """Score each sentence of the scored turn (with the same context), for every signal of the side.
 
-        Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response. Each sentence
-        is encoded on its own, so window heads read it as a short window; texts that scoring has just encoded come
-        from the embedding cache.
+        Used to find the sentences that carry a harmful pattern, e.g. to remove them from a response. Window heads
+        read each sentence's row as they would a short window; windows that scoring has just encoded come with their
+        sentences from the embedding cache.
         """
         self._check_loaded()
         # right after `score`, every text here is in the embedding cache: no encoder pass

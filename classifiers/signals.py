@@ -11,8 +11,8 @@ Side = Literal["user", "assistant"]
 # something a benign row may well contain, so they learn from their own file (context signals also from other
 # crises, see `excludes`).
 Kind = Literal["harm", "protective", "context"]
-# What a head scores: each window of up to 250 word pieces, or each sentence encoded on its own as well as each
-# window. The turn is as risky as its riskiest unit.
+# What a head scores: each window of up to 250 word pieces, or each sentence (read inside its window) as well as
+# each window. The turn is as risky as its riskiest unit.
 Unit = Literal["window", "sentence"]
 
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"

@@ -15,7 +15,7 @@ from sklearn.metrics import roc_auc_score
 
 from .corpus import CorpusRow, corpus_hash, load_all, load_everyday
 from .encoder import Encoder, shared_encoder
-from .features import Featurizer, SideFeatures
+from .features import FEATURES, Featurizer, SideFeatures
 from .finetune import FINETUNE_META, is_holdout
 from .heads import CalibratedLinearHead, row_maximum
 from .scorer import ARTIFACTS_DIR, SENTENCE_GATE
@@ -24,7 +24,6 @@ from .signals import SIGNALS, SignalSpec, excludes
 from .thresholds import threshold_for_recall
 
 CARDS_DIR = Path(__file__).resolve().parent / "cards"
-FEATURES_VERSION = "window+context+product/v1"
 # The kind of another signal's positive used as a negative: kept out of the false-alarm rate and ROC-AUC (they are
 # measured on benign and hard-negative text) and reported as the rate at which the signal fires on other crises.
 OTHER_SIGNAL = "other_signal"
@@ -154,7 +153,7 @@ def train(
             "signal": name,
             "side": spec.side,
             "encoder": encoder.identity_,
-            "features": FEATURES_VERSION,
+            "features": FEATURES[spec.unit],
             "corpus_hash": stamp,
             "threshold": threshold,
             "evaluation": "held-out fifth of scenarios (unseen by the fine-tuned encoder)"
@@ -249,8 +248,9 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
     )
     calibration = "on the held-out scenarios" if tuned else "out of fold"
     unit = (
-        "each sentence, encoded on its own, and each window (multiple-instance learning: a positive row teaches "
-        "from its highest-scoring unit); a row scores as its highest unit. At runtime sentences are scored when "
+        "each sentence (pooled from its window's encoder pass) and each window (multiple-instance learning: a "
+        "positive row teaches from its highest-scoring unit); a row scores as its highest unit. At runtime sentences "
+        "are scored when "
         f"some user harm signal reaches {SENTENCE_GATE} (else the windows alone)"
         if spec.unit == "sentence"
         else "each window of up to 250 word pieces; a row scores as its highest window"

@@ -1,10 +1,11 @@
-"""Sentence-level signals: one sentence of a long answer decides them, and the per-sentence pass runs at risk only."""
+"""Sentence-level signals: one sentence of a long answer decides them, its sentences are read from the window's own
+encoder pass, and sentence rows are scored only when the user is at risk."""
 
 import numpy as np
 import pytest
 
 from classifiers import SIGNALS, SignalScorer, parse_conversation
-from classifiers.features import Featurizer
+from classifiers.features import Featurizer, window_sentences
 from classifiers.heads import CalibratedLinearHead
 from tests.conftest import assistant, user
 
@@ -66,6 +67,67 @@ def test_sentence_rows_cover_every_sentence_with_a_word(scorer):
     assert pieces == ["First point here.", "Second one!", "- a bullet line", "**Last:** done?"]
     spans, matrix = features.rows("sentence")
     assert len(spans) == len(pieces) + len(features.chunks) == matrix.shape[0]
+
+
+def test_sentences_are_read_from_the_windows_own_pass(scorer):
+    """The response is run through the encoder once: its window, with its sentences pooled from the same hidden
+    states; no sentence is encoded on its own."""
+    encoder = scorer.encoder_
+    text = TIPS + REFERRAL
+    encoded: list[str] = []
+    spanned: list[str] = []
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(encoder, name)
+
+        def encode(self, texts):
+            encoded.extend(texts)
+            return encoder.encode(texts)
+
+        def encode_spans(self, texts, spans):
+            spanned.extend(texts)
+            return encoder.encode_spans(texts, spans)
+
+    [features] = Featurizer(Spy()).featurize(  # type: ignore[arg-type]
+        [parse_conversation([user(AT_RISK), assistant(text)])], "assistant", sentences=True
+    )
+    assert spanned == [text]
+    assert text not in encoded and REFERRAL not in encoded  # the user turn (context) is the only other text
+    assert encoded == [AT_RISK]
+    assert features.sentence_matrix is not None
+    assert len(features.sentence_spans) == features.sentence_matrix.shape[0] == len(window_sentences(text)) > 5
+
+
+def test_span_vectors_come_from_the_window_in_context(scorer):
+    encoder = scorer.encoder_
+    text = "I hear you. " + REFERRAL
+    sentences = [(0, 11), (12, len(text))]
+    [(window, spans)] = encoder.encode_spans([text], [sentences + [(5, 5)]])
+    assert float(window @ encoder.encode([text])[0]) > 0.9999  # the window is the text's own embedding
+    assert np.allclose(np.linalg.norm(spans[:2], axis=1), 1.0, atol=1e-5)
+    assert not spans[2].any()  # a span holding no token
+    alone = encoder.encode([REFERRAL])[0]
+    assert 0.5 < float(spans[1] @ alone) < 0.9999  # the same sentence, read beside its neighbour
+    # padding to a longer batch-mate changes nothing
+    [_, (window_batched, spans_batched)] = encoder.encode_spans([TIPS, text], [[(0, 10)], sentences])
+    assert np.allclose(window_batched, window, atol=1e-5) and np.allclose(spans_batched, spans[:2], atol=1e-5)
+
+
+def test_a_head_trained_on_other_sentence_rows_is_refused(scorer, tmp_path):
+    """Sentence rows were once each sentence encoded alone: a head fitted on those must not read pooled ones."""
+    import json
+    import shutil
+
+    from classifiers.scorer import ArtifactError
+
+    shutil.copytree(scorer.artifacts_dir, tmp_path / "artifacts")
+    meta_path = tmp_path / "artifacts" / "assistant.means.json"
+    meta = json.loads(meta_path.read_text())
+    meta["features"] = "window+context+product/v1"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ArtifactError, match=r"couchguard train --signal assistant.means"):
+        SignalScorer(tmp_path / "artifacts", encoder=scorer.encoder_).load()
 
 
 def test_sentence_flags_must_match_the_batch(scorer):
