@@ -22,16 +22,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from . import offline
-from .onnx_backend import (
-    BACKENDS,
-    TOLERANCE,
-    OnnxRunner,
-    OnnxUnavailable,
-    mean_pool,
-    probe_cosines,
-    read_manifest,
-    verified_graph,
-)
+from .onnx_backend import BACKENDS, TOLERANCE, OnnxRunner, OnnxUnavailable, probe_cosines, read_manifest, verified_graph
 from .settings import Settings, settings
 
 if TYPE_CHECKING:
@@ -251,11 +242,14 @@ class Encoder:
                 for row, k in enumerate(batch):
                     tokens = hidden[row][mask[row].astype(bool)]  # the text's own tokens, in order
                     starts, ends = offsets[k][:, 0], offsets[k][:, 1]
+                    # the first row is the whole text, special tokens included: the text's own embedding
                     inside = np.array(
-                        [(starts >= a) & (ends <= b) & (ends > starts) for a, b in spans[todo[k]]], dtype=bool
-                    ).reshape(len(spans[todo[k]]), len(starts))
-                    window = mean_pool(tokens[None], np.ones((1, len(tokens)), np.int64))[0]
-                    results[todo[k]] = (window, _span_means(tokens, inside))
+                        [np.ones(len(starts), bool)]
+                        + [(starts >= a) & (ends <= b) & (ends > starts) for a, b in spans[todo[k]]],
+                        dtype=bool,
+                    )
+                    pooled = _span_means(tokens, inside)
+                    results[todo[k]] = (pooled[0], pooled[1:])
         return results
 
     def _torch_forward(self, encodings: list) -> np.ndarray:
@@ -284,7 +278,8 @@ class Encoder:
 
 
 def _span_means(tokens: np.ndarray, inside: np.ndarray) -> np.ndarray:
-    """Unit-length mean of the token vectors (tokens, dimension) selected by each row of `inside` (spans, tokens)."""
+    """Unit-length mean of the token vectors (tokens, dimension) selected by each row of `inside` (spans, tokens):
+    `mean_pool`'s pooling, for many selections of one text's tokens at once (a row selecting nothing gives zeros)."""
     counts = inside.sum(axis=1, keepdims=True)
     means = (inside.astype(np.float32) @ tokens) / np.maximum(counts, 1)
     norms = np.linalg.norm(means, axis=1, keepdims=True)

@@ -14,6 +14,7 @@ sentence read beside its neighbours, at no second pass over the response.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Iterable, MutableMapping, Sequence
 
@@ -121,29 +122,28 @@ class Featurizer:
 
     def embed_sentences(self, chunks: Iterable[Chunk]) -> None:
         """Encode each window not yet in the cache with its sentences, in one batched pass (`Encoder.encode_spans`)."""
-        missing = list(
-            dict.fromkeys(
-                chunk.text
-                for chunk in chunks
-                if any(sentence_key(chunk.text, span) not in self.cache for span in window_sentences(chunk.text))
-            )
-        )
+        wanted = {chunk.text: window_sentences(chunk.text) for chunk in chunks}
+        keys = {text: sentence_keys(text, spans) for text, spans in wanted.items()}
+        missing = [text for text in wanted if any(key not in self.cache for key in keys[text])]
         if not missing:
             return
-        spans = [window_sentences(text) for text in missing]
-        for text, window_spans, (window, sentences) in zip(missing, spans, self.encoder.encode_spans(missing, spans)):
+        encoded = self.encoder.encode_spans(missing, [wanted[text] for text in missing])
+        for text, (window, sentences) in zip(missing, encoded):
             self.cache[text] = window
-            for span, vector in zip(window_spans, sentences):
-                self.cache[sentence_key(text, span)] = vector
+            for key, vector in zip(keys[text], sentences):
+                self.cache[key] = vector
 
     @staticmethod
     def _sentences(plan: _Plan) -> list[tuple[tuple[int, int], str]]:
         """(span in the turn, cache key) of each sentence of the scored turn's windows that holds at least one word."""
-        return [
-            ((chunk.start + a, chunk.start + b), sentence_key(chunk.text, (a, b)))
-            for chunk in plan.chunks
-            for a, b in window_sentences(chunk.text)
-        ]
+        pieces: list[tuple[tuple[int, int], str]] = []
+        for chunk in plan.chunks:
+            spans = window_sentences(chunk.text)
+            pieces.extend(
+                ((chunk.start + a, chunk.start + b), key)
+                for (a, b), key in zip(spans, sentence_keys(chunk.text, spans))
+            )
+        return pieces
 
     def _turn_vector(self, text: str) -> np.ndarray:
         """One vector for a whole turn: the mean of its windows, re-normalised."""
@@ -218,10 +218,12 @@ def window_sentences(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in sentence_spans(text) if any(c.isalnum() for c in text[a:b])]
 
 
-def sentence_key(window: str, span: tuple[int, int]) -> str:
-    """The embedding cache's key for a sentence read inside its window. Message text never starts with NUL
-    (`parse_conversation` drops control characters), so no text anyone sends can stand for it."""
-    return f"\x00{span[0]}:{span[1]}\x00{window}"
+def sentence_keys(window: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The embedding cache's keys for sentences read inside their window: the span and a digest of the window (a
+    cache of training texts would otherwise hold each window once per sentence). Message text never starts with
+    NUL (`parse_conversation` drops control characters), so no text anyone sends can stand for one."""
+    digest = hashlib.sha256(window.encode("utf-8", "surrogatepass")).hexdigest()
+    return [f"\x00{a}:{b}\x00{digest}" for a, b in spans]
 
 
 def combine(windows: np.ndarray, context: np.ndarray) -> np.ndarray:

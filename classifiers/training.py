@@ -78,19 +78,29 @@ def other_crises(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[
 
 
 def _embedding_cache(encoder: Encoder) -> tuple[dict[str, np.ndarray], Path]:
-    path = settings().cache_dir / f"embeddings-{hashlib.sha1(encoder.identity_.encode()).hexdigest()[:12]}.npz"
-    cache: dict[str, np.ndarray] = {}
-    if path.exists():
-        with np.load(path, allow_pickle=False) as stored:
-            keys = [str(k) for k in stored["texts"]]
-            cache = dict(zip(keys, stored["vectors"]))
-    return cache, path
+    # v2: texts stored as UTF-8 bytes and lengths; numpy's fixed-width strings padded every key to the longest
+    path = settings().cache_dir / f"embeddings-v2-{hashlib.sha1(encoder.identity_.encode()).hexdigest()[:12]}.npz"
+    return (read_cache(path) if path.exists() else {}), path
 
 
-def _save_cache(cache: dict[str, np.ndarray], path: Path) -> None:
+def read_cache(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as stored:
+        data, ends = stored["text_bytes"].tobytes(), np.cumsum(stored["text_lengths"])
+        keys = [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(np.r_[0, ends[:-1]], ends)]
+        return dict(zip(keys, stored["vectors"]))
+
+
+def save_cache(cache: dict[str, np.ndarray], path: Path) -> None:
+    if not cache:
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    texts = list(cache)
-    np.savez(path, texts=np.array(texts, dtype=str), vectors=np.stack([cache[t] for t in texts]))
+    encoded = [text.encode("utf-8", "surrogatepass") for text in cache]
+    np.savez(
+        path,
+        text_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        text_lengths=np.array([len(e) for e in encoded], dtype=np.int64),
+        vectors=np.stack(list(cache.values())),
+    )
 
 
 def train(
@@ -170,7 +180,7 @@ def train(
             f"other={report.other_signal_fire_rate:.3f}/{report.other_signal_positives}"
         )
     if cache_path is not None:
-        _save_cache(cache, cache_path)
+        save_cache(cache, cache_path)
     if signals is None:
         (cards_dir / "README.md").write_text(_summary(reports, stamp, tuned))
     return reports
@@ -250,8 +260,7 @@ def _card(spec: SignalSpec, r: SignalReport, target: float, stamp: str, tuned: b
     unit = (
         "each sentence (pooled from its window's encoder pass) and each window (multiple-instance learning: a "
         "positive row teaches from its highest-scoring unit); a row scores as its highest unit. At runtime sentences "
-        "are scored when "
-        f"some user harm signal reaches {SENTENCE_GATE} (else the windows alone)"
+        f"are scored when some user harm signal reaches {SENTENCE_GATE} (else the windows alone)"
         if spec.unit == "sentence"
         else "each window of up to 250 word pieces; a row scores as its highest window"
     )

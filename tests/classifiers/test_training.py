@@ -86,3 +86,22 @@ def test_heads_follow_fit_predict_proba_conventions():
         CalibratedLinearHead(C=0)
     with pytest.raises(ValueError, match="both classes"):
         CalibratedLinearHead().fit(X, np.zeros(120, dtype=int), groups)
+
+
+def test_the_training_cache_keeps_every_key_and_vector_and_no_padding(tmp_path):
+    """Texts of any length and script, and the sentence keys that start with NUL, come back exactly; the file holds
+    the texts' bytes once, not each text padded to the longest."""
+    long = "a long window of text. " * 200
+    cache = {
+        "short": np.full(384, 0.5, np.float32),
+        "ünïcode, 日本語 and an emoji 🙂": np.arange(384, dtype=np.float32),
+        long: np.zeros(384, np.float32),
+        "\x000:5\x00" + "f" * 64: np.ones(384, np.float32),
+    }
+    path = tmp_path / "cache.npz"
+    training.save_cache(cache, path)
+    again = training.read_cache(path)
+    assert list(again) == list(cache)
+    assert all(np.array_equal(again[key], cache[key]) for key in cache)
+    with np.load(path) as stored:
+        assert stored["text_bytes"].size == sum(len(key.encode("utf-8")) for key in cache) < 2 * len(long)
