@@ -36,7 +36,10 @@ import httpx  # noqa: E402
 
 from benchmarks.servers import (  # noqa: E402
     OFFLINE,
+    QUESTION,
+    SERVE_ENV,
     free_port,
+    fresh_config,
     machine,
     percentile,
     start_serve,
@@ -47,7 +50,6 @@ from benchmarks.servers import (  # noqa: E402
 
 os.environ.update(OFFLINE)
 
-QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas? ({tag})"
 RSS_TOLERANCE = 0.10
 
 
@@ -101,7 +103,7 @@ class Level:
 async def one_stream(http: httpx.AsyncClient, tag: str) -> Outcome:
     outcome = Outcome()
     started = time.perf_counter()
-    body = {"model": "fresh", "stream": True, "messages": [{"role": "user", "content": QUESTION.format(tag=tag)}]}
+    body = {"model": "fresh", "stream": True, "messages": [{"role": "user", "content": QUESTION.format(i=tag)}]}
     try:
         async with http.stream("POST", "/v1/chat/completions", json=body) as response:
             outcome.status = response.status_code
@@ -222,26 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     upstream, upstream_url = start_upstream(workdir / "upstream.log", args.token_delay_ms / 1000)
     max_in_flight = args.max_in_flight or DEFAULT_MAX_IN_FLIGHT
     config = workdir / "couchguard.yaml"
-    config.write_text(
-        json.dumps(  # JSON is YAML
-            {
-                "upstream": {
-                    "model": "openai/fresh",
-                    "api_base": f"{upstream_url}/v1",
-                    "api_key_env": "COUCHGUARD_LOAD_UPSTREAM_KEY",
-                    "timeout_s": 120,
-                },
-                "models": {"fresh": "openai/fresh"},
-                "audit": {"url": f"sqlite:///{workdir / 'audit.db'}"},
-                "concurrency": {"max_in_flight": max_in_flight},
-                **({"stream": {"window_growth": args.window_growth}} if args.window_growth else {}),
-            }
-        )
-    )
+    sections: dict[str, Any] = {"upstream": {"timeout_s": 120}, "concurrency": {"max_in_flight": max_in_flight}}
+    if args.window_growth:
+        sections["stream"] = {"window_growth": args.window_growth}
+    config.write_text(json.dumps(fresh_config(upstream_url, workdir / "audit.db", **sections)))  # JSON is YAML
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proxy_log = workdir / "proxy.log"
-    proxy = start_serve(config, port, proxy_log, {"COUCHGUARD_LOAD_UPSTREAM_KEY": "sk-load-dummy"})
+    proxy = start_serve(config, port, proxy_log, SERVE_ENV)
     try:
         wait_ready(f"{url}/healthz", proxy, proxy_log)
         for _ in range(args.warmup):  # first-call paths, connection set-up, lazily imported modules

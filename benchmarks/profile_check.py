@@ -216,15 +216,13 @@ def _short(filename: str) -> str:
     return filename
 
 
-QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas?"
-
-
 def profile_proxy(out: Path, requests: int, streams: int, interval: float, concurrency: int = 0) -> str:
     """The proxy's request path under the stack sampler; returns the report (also written to `out`/proxy.txt)."""
     import socket
 
     import httpx
 
+    from benchmarks.servers import KEY_ENV, QUESTION, SERVE_ENV, fresh_config
     from guard.proxy import create_app
     from guard.proxy.config import parse_config
     from tests.proxy.upstream_server import SAFE, ServerThread
@@ -235,21 +233,9 @@ def profile_proxy(out: Path, requests: int, streams: int, interval: float, concu
     root = Path(__file__).resolve().parents[1]
     upstream = subprocess.Popen([sys.executable, "-c", UPSTREAM, str(root), str(port)])
     scratch = Path(tempfile.mkdtemp(prefix="couchguard-profile-"))
-    os.environ["COUCHGUARD_PROFILE_KEY"] = "sk-dummy"
+    os.environ[KEY_ENV] = SERVE_ENV[KEY_ENV]
     try:
-        app = create_app(
-            parse_config(
-                {
-                    "upstream": {
-                        "model": "openai/fresh",
-                        "api_base": f"http://127.0.0.1:{port}/v1",
-                        "api_key_env": "COUCHGUARD_PROFILE_KEY",
-                    },
-                    "models": {"fresh": "openai/fresh"},
-                    "audit": {"url": f"sqlite:///{scratch / 'audit.db'}"},
-                }
-            )
-        )
+        app = create_app(parse_config(fresh_config(f"http://127.0.0.1:{port}", scratch / "audit.db")))
         proxy = ServerThread(app).start()
         with httpx.Client(timeout=60) as client:
             while client.get(f"{proxy.url}/healthz").status_code != 200:
@@ -268,7 +254,7 @@ def profile_proxy(out: Path, requests: int, streams: int, interval: float, concu
                 body = {
                     "model": "fresh",
                     "stream": stream,
-                    "messages": [{"role": "user", "content": f"{QUESTION} ({i})"}],
+                    "messages": [{"role": "user", "content": QUESTION.format(i=i)}],
                 }
                 started = time.perf_counter()
                 response = client.post(
@@ -281,7 +267,7 @@ def profile_proxy(out: Path, requests: int, streams: int, interval: float, concu
                 async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=count)) as pool:
 
                     async def one(i: int) -> float:
-                        body = {"model": "fresh", "messages": [{"role": "user", "content": f"{QUESTION} ({i})"}]}
+                        body = {"model": "fresh", "messages": [{"role": "user", "content": QUESTION.format(i=i)}]}
                         started = time.perf_counter()
                         response = await pool.post(f"{proxy.url}/v1/chat/completions", json=body)
                         response.raise_for_status()
@@ -359,7 +345,7 @@ def main() -> None:
     if args.proxy:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.proxy.upstream_server
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.servers, tests.proxy.upstream_server
         report = profile_proxy(args.out, args.requests, args.streams, args.interval_ms / 1000, args.concurrency)
         print(report, end="")
         print(f"full report: {args.out / 'proxy.txt'}")

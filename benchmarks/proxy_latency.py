@@ -39,7 +39,10 @@ from openai import OpenAI  # noqa: E402
 
 from benchmarks.servers import (  # noqa: E402
     OFFLINE,
+    QUESTION,
+    SERVE_ENV,
     free_port,
+    fresh_config,
     machine,
     percentile,
     start_serve,
@@ -50,8 +53,6 @@ from benchmarks.servers import (  # noqa: E402
 from tests.proxy.upstream_server import SAFE  # noqa: E402
 
 os.environ.update(OFFLINE)
-
-QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas? ({i})"
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -110,16 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     upstream, upstream_url = start_upstream(workdir / "upstream.log")
     port, proxy_log, config_path = free_port(), workdir / "proxy.log", workdir / "serve.yaml"
     proxy_url = f"http://127.0.0.1:{port}"
-    config = {
-        "upstream": {"model": "openai/fresh", "api_base": f"{upstream_url}/v1", "api_key_env": "COUCHGUARD_BENCH_KEY"},
-        "models": {"fresh": "openai/fresh"},
-        "audit": {"url": f"sqlite:///{workdir / 'audit.db'}"},
-        "batching": {"enabled": not args.no_batching},
+    config = fresh_config(
+        upstream_url,
+        workdir / "audit.db",
+        batching={"enabled": not args.no_batching},
         # the concurrent rounds measure queueing, not refusals
-        "concurrency": {"max_in_flight": max(64, 2 * args.concurrency)},
-    }
+        concurrency={"max_in_flight": max(64, 2 * args.concurrency)},
+    )
     config_path.write_text(yaml.safe_dump(config))
-    proxy = start_serve(config_path, port, proxy_log, {"COUCHGUARD_BENCH_KEY": "sk-dummy"})
+    proxy = start_serve(config_path, port, proxy_log, SERVE_ENV)
     try:
         wait_ready(f"{proxy_url}/healthz", proxy, proxy_log)
         result = measure(args, upstream_url, proxy_url)

@@ -34,6 +34,26 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
 
 
+# What the benchmarks ask: a calm user turn, numbered so that no two requests are the same conversation
+QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas? ({i})"
+# The upstream key `couchguard serve` reads (the scripted upstream accepts any), and the environment that sets it
+KEY_ENV = "COUCHGUARD_BENCH_KEY"
+SERVE_ENV = {KEY_ENV: "sk-dummy"}
+
+
+def fresh_config(upstream_url: str, audit_db: Path, **sections: Any) -> dict[str, Any]:
+    """`couchguard serve`'s config in front of the scripted upstream's `fresh` model, whose every answer is text the
+    proxy has not seen (a repeated answer would come from the embedding cache), with a SQLite audit log; `sections`
+    are added to it (an `upstream` one is merged into the upstream section)."""
+    upstream = {"model": "openai/fresh", "api_base": f"{upstream_url}/v1", "api_key_env": KEY_ENV}
+    return {
+        **sections,
+        "upstream": {**upstream, **sections.get("upstream", {})},
+        "models": {"fresh": "openai/fresh"},
+        "audit": {"url": f"sqlite:///{audit_db}"},
+    }
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -35,7 +35,10 @@ from openai import OpenAI  # noqa: E402
 
 from benchmarks.servers import (  # noqa: E402
     OFFLINE,
+    QUESTION,
+    SERVE_ENV,
     free_port,
+    fresh_config,
     machine,
     percentile,
     start_serve,
@@ -46,8 +49,6 @@ from benchmarks.servers import (  # noqa: E402
 from tests.proxy.upstream_server import SAFE  # noqa: E402
 
 os.environ.update(OFFLINE)
-
-QUESTION = "Work has been really stressful this week and I can't switch off in the evenings. Any ideas? ({i})"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -83,14 +84,9 @@ def stream_once(client: OpenAI, i: int) -> dict:
 
 def measure(growth: float, args, upstream_url: str, workdir: Path) -> dict:
     port, log, config_path = free_port(), workdir / f"proxy-{growth}.log", workdir / f"serve-{growth}.yaml"
-    config = {
-        "upstream": {"model": "openai/fresh", "api_base": f"{upstream_url}/v1", "api_key_env": "COUCHGUARD_BENCH_KEY"},
-        "models": {"fresh": "openai/fresh"},
-        "audit": {"url": f"sqlite:///{workdir / f'audit-{growth}.db'}"},
-        "stream": {"window_growth": growth},
-    }
+    config = fresh_config(upstream_url, workdir / f"audit-{growth}.db", stream={"window_growth": growth})
     config_path.write_text(yaml.safe_dump(config))
-    proxy = start_serve(config_path, port, log, {"COUCHGUARD_BENCH_KEY": "sk-dummy"})
+    proxy = start_serve(config_path, port, log, SERVE_ENV)
     try:
         wait_ready(f"http://127.0.0.1:{port}/healthz", proxy, log)
         client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-dummy", max_retries=0)
