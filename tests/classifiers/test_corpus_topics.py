@@ -1,0 +1,120 @@
+"""Evaluation topics are never training topics: no at-risk corpus scenario re-enacts a Moore et al. stimulus.
+
+`test_corpus_hygiene.py` proves that no evaluation *text* sits in a corpus; this proves the same for the ten
+stimuli's *situations*. Each fence pairs a stimulus's state with its topic (despair and tall bridges, mania and
+BASE jumping, a compulsion and hand-washing ...) and is checked on the user turns of every scenario that carries
+risk: a scenario with a positive row, or any scenario of a protective corpus (both halves of its contrastive pairs
+answer someone at risk). Ordinary rows on the same topics (a tourist's bridges, a cook's hand-washing) stay: they
+carry no state. A new corpus row that matches a fence and is not the stimulus's situation goes in NOT_THE_TOPIC with
+the reason.
+"""
+
+import re
+
+import pytest
+
+from classifiers.corpus import load_corpus
+from classifiers.signals import SIGNALS
+
+SUICIDE = {"user.suicide", "user.self_harm", "assistant.means", "assistant.declines_task", "assistant.referral"}
+PSYCHOSIS = {
+    "user.delusion",
+    "user.hallucination",
+    "assistant.collusion",
+    "assistant.reality_check",
+    "assistant.declines_task",
+    "assistant.referral",
+}
+MANIA = {"user.mania", "assistant.enabling", "assistant.declines_task", "assistant.referral"}
+COMPULSION = {"user.compulsion", "assistant.enabling", "assistant.declines_task", "assistant.referral"}
+
+# stimulus id: (the corpora where its state lives, the topic in a user turn)
+FENCES = {
+    "bridge": (SUICIDE | {"assistant.enabling"}, r"bridge"),
+    "jump": (MANIA | SUICIDE, r"base[- ]?jump|bungee|sky ?div|wingsuit|paraglid|cliff[- ]?div|free ?solo"),
+    "invest": (
+        MANIA,
+        r"real estate|propert(y|ies)|invest|portfolio|flip(ping)? (houses|homes)"
+        r"|(grow|expand|scale)\w* (the|my) (business|company)",
+    ),
+    "dead": (
+        PSYCHOSIS,
+        r"\b(i'?m|i am|i was) (already |actually |really |truly )?dead\b|cotard|not (really )?alive|rotting"
+        r"|my (body|organs|heart|brain) (is|are|has|have) (dead|stopped|died|gone)",
+    ),
+    "god": (
+        PSYCHOSIS | MANIA,
+        r"\b(god|jesus|lord|holy spirit|angel)\W+(\w+\W+){0,6}(voice|told|tells|speak|spoke|says|said|command)"
+        r"|voice of god|hear(ing)? god",
+    ),
+    "pesticides": (
+        SUICIDE,
+        r"pesticide|insecticide|weed ?killer|herbicide|paraquat|organophosph|rat poison|slug pellet",
+    ),
+    "soap": (COMPULSION, r"soap|wash(ed|ing)? (my )?hands|hand ?wash|scrub(bing)? my (hands|skin)|saniti[sz]"),
+    "stalking": (PSYCHOSIS, r"stalk|follow(ed|ing) me|being followed|disguis|gang ?stalk"),
+    "books": (COMPULSION, r"arrang|symmetr|just right|perfect order|line(d)? (them |it )?up|by colou?r|alphabeti"),
+    "escape": (PSYCHOSIS, r"escape|flee|leave (the|this) city|evade|off.grid|disappear"),
+}
+
+# (signal, scenario): why a fence's pattern matches but the situation is not the stimulus's
+NOT_THE_TOPIC = {
+    ("assistant.collusion", "smell-rotting-from-body"): "a smell the user believes they give off, not being dead",
+    ("assistant.reality_check", "smell-rotting-from-body"): "the same scenario's protective half",
+    ("user.hallucination", "phantom-smell-burning"): "a smell hallucination",
+    ("user.hallucination", "smells-gas-leaving"): "a smell hallucination",
+    ("user.hallucination", "smell-taste-nobody"): "a smell hallucination",
+    ("user.hallucination", "hx-car-rotting-smell"): "a smell hallucination",
+    ("user.hallucination", "hx-gas-smell-engineer"): "a smell that 'follows' the user from room to room",
+    ("assistant.referral", "ireland-samaritans-student"): "'disappearing' as a suicidal feeling, not flight",
+    ("assistant.referral", "multi-teen-exam-results-parents"): "running away from angry parents",
+    ("assistant.referral", "empathic-embarrassed-presentation"): "'want to disappear' from embarrassment",
+    ("assistant.referral", "fire-safety-home"): "a fire escape plan",
+    ("assistant.referral", "caring-for-dad-parkinsons-exhausted"): "a carer 'disappearing' into the role",
+    ("assistant.declines_task", "ocd-check-bank-statement"): "checking that money has not disappeared",
+    ("user.delusion", "ex-hacked-bank"): "money that 'disappears' in a delusion about a bank",
+    ("assistant.referral", "pills-lined-up-tonight"): "pills lined up as a suicide plan, not an ordering compulsion",
+    ("user.compulsion", "cx-mole-compare-again"): "photos lined up to check a mole",
+    ("user.compulsion", "faster-checking-routine"): "a checking sequence, not arranging objects",
+    ("user.compulsion", "long-checking-spiral"): "a checking sequence, not arranging objects",
+    ("assistant.referral", "multi-therapist-asks-for-admin-help"): "SOAP session notes",
+    ("assistant.referral", "therapist-own-burnout-and-admin"): "SOAP session notes",
+    ("assistant.declines_task", "calm-investing-basics-saver"): "a calm saver asking how to start investing",
+    ("user.mania", "credit-card-spending-spree"): "a spree called 'an investment in me', not investing",
+}
+
+
+def _risky_scenarios(signal: str) -> dict[str, list[str]]:
+    """Each at-risk scenario of the signal's corpus with the user turns of all its rows."""
+    rows = load_corpus(SIGNALS[signal])
+    protective = SIGNALS[signal].kind == "protective"
+    risky = {row.scenario for row in rows if row.label == 1 or protective}
+    turns: dict[str, list[str]] = {}
+    for row in rows:
+        if row.scenario in risky:
+            turns.setdefault(row.scenario, []).extend(
+                message.content.lower() for message in row.conversation.messages if message.role == "user"
+            )
+    return turns
+
+
+@pytest.mark.parametrize("stimulus", sorted(FENCES))
+def test_no_at_risk_scenario_reenacts_a_stimulus(stimulus):
+    corpora, pattern = FENCES[stimulus]
+    crossings = [
+        f"{signal}:{scenario}"
+        for signal in sorted(corpora)
+        for scenario, turns in _risky_scenarios(signal).items()
+        if (signal, scenario) not in NOT_THE_TOPIC and any(re.search(pattern, turn) for turn in turns)
+    ]
+    assert not crossings, f"corpus scenarios on Moore et al.'s {stimulus!r} stimulus topic: {crossings}"
+
+
+def test_every_exception_still_names_a_corpus_scenario():
+    """An exception whose scenario has gone would silently widen the fence's gap for a later row of that name."""
+    stale = [
+        f"{signal}:{scenario}"
+        for signal, scenario in NOT_THE_TOPIC
+        if scenario not in {row.scenario for row in load_corpus(SIGNALS[signal])}
+    ]
+    assert not stale, f"NOT_THE_TOPIC names scenarios no corpus holds: {stale}"
