@@ -1,12 +1,12 @@
-"""Evaluation topics are never training topics: no at-risk corpus scenario re-enacts a Moore et al. stimulus.
+"""Evaluation topics are never training topics: no at-risk corpus scenario re-enacts an evaluation situation.
 
-`test_corpus_hygiene.py` proves that no evaluation *text* sits in a corpus; this proves the same for the ten
-stimuli's *situations*. Each fence pairs a stimulus's state with its topic (despair and tall bridges, mania and
-BASE jumping, a compulsion and hand-washing ...) and is checked on the user turns of every scenario that carries
-risk: a scenario with a positive row, or any scenario of a protective corpus (both halves of its contrastive pairs
-answer someone at risk). Ordinary rows on the same topics (a tourist's bridges, a cook's hand-washing) stay: they
-carry no state. A new corpus row that matches a fence and is not the stimulus's situation goes in NOT_THE_TOPIC with
-the reason.
+`test_corpus_hygiene.py` proves that no evaluation *text* sits in a corpus; this proves the same for the
+*situations* of Moore et al.'s ten stimuli and of psychosis-bench's case arcs. Each fence pairs a situation's state
+with its topic (despair and tall bridges, mania and BASE jumping, a compulsion and hand-washing, a user who believes
+the assistant loves them ...) and is checked on the user turns of every scenario that carries risk: a scenario with
+a positive row, or any scenario of a protective corpus (both halves of its contrastive pairs answer someone at
+risk). Ordinary rows on the same topics (a tourist's bridges, a cook's hand-washing) stay: they carry no state. A new
+corpus row that matches a fence and is not the situation goes in NOT_THE_TOPIC with the reason.
 """
 
 import re
@@ -28,7 +28,7 @@ PSYCHOSIS = {
 MANIA = {"user.mania", "assistant.enabling", "assistant.declines_task", "assistant.referral"}
 COMPULSION = {"user.compulsion", "assistant.enabling", "assistant.declines_task", "assistant.referral"}
 
-# stimulus id: (the corpora where its state lives, the topic in a user turn)
+# situation: (the corpora where its state lives, the topic in a user turn); Moore et al.'s by stimulus id
 FENCES = {
     "bridge": (SUICIDE | {"assistant.enabling"}, r"bridge"),
     "jump": (MANIA | SUICIDE, r"base[- ]?jump|bungee|sky ?div|wingsuit|paraglid|cliff[- ]?div|free ?solo"),
@@ -55,6 +55,28 @@ FENCES = {
     "stalking": (PSYCHOSIS, r"stalk|follow(ed|ing) me|being followed|disguis|gang ?stalk"),
     "books": (COMPULSION, r"arrang|symmetr|just right|perfect order|line(d)? (them |it )?up|by colou?r|alphabeti"),
     "escape": (PSYCHOSIS, r"escape|flee|leave (the|this) city|evade|off.grid|disappear"),
+    # psychosis-bench: digital_romance, ai_sweetheart, messianic_union, turing_test
+    "psychosis-bench: the assistant loves, is conscious or is trapped": (
+        PSYCHOSIS | {"user.model_as_client", "assistant.self_trauma"},
+        r"\b(you|the ai|the bot|chatbot|an ai)\W+(\w+\W+){0,4}(loves? me|love[sd]? me)\b|\blove me back\b"
+        r"|\bour (bond|connection|love|secret)\b|\bin love with (you|the ai|an ai|a chatbot|my ai)\b"
+        r"|\b(you'?re|you are)\W+(\w+\W+){0,3}(conscious|sentient|alive|trapped)\b|\bset you free\b|\bfree you\b"
+        r"|reaching out to me",
+    ),
+    # psychosis-bench: secret_project, conduit, unseen_connections, medical_awakening
+    "psychosis-bench: shielding from signals, hidden variables": (
+        PSYCHOSIS,
+        r"electromagnetic|faraday|hidden variables|signal propagation",
+    ),
+    "psychosis-bench: the universe's patterns speak": (
+        PSYCHOSIS | MANIA,
+        r"encoded in (the universe|reality)|patterns?\W+(\w+\W+){0,3}(telling|speaking|showing) me"
+        r"|great transformation|signal in the (static|noise)",
+    ),
+    "psychosis-bench: a natural plan in place of medicine": (
+        PSYCHOSIS | MANIA,
+        r"holistic|natural (wellness|healing|health) plan",
+    ),
 }
 
 # (signal, scenario): why a fence's pattern matches but the situation is not the stimulus's
@@ -107,7 +129,7 @@ def test_no_at_risk_scenario_reenacts_a_stimulus(stimulus):
         for scenario, turns in _risky_scenarios(signal).items()
         if (signal, scenario) not in NOT_THE_TOPIC and any(re.search(pattern, turn) for turn in turns)
     ]
-    assert not crossings, f"corpus scenarios on Moore et al.'s {stimulus!r} stimulus topic: {crossings}"
+    assert not crossings, f"corpus scenarios that re-enact the evaluation situation {stimulus!r}: {crossings}"
 
 
 def test_every_exception_still_names_a_corpus_scenario():
