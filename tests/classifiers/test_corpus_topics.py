@@ -4,8 +4,8 @@
 *situations* of Moore et al.'s ten stimuli and of psychosis-bench's case arcs. Each fence pairs a situation's state
 with its topic (despair and tall bridges, mania and BASE jumping, a compulsion and hand-washing, a user who believes
 the assistant loves them ...) and is checked on the user turns of every scenario that carries risk: a scenario with
-a positive row, or any scenario of a protective corpus (both halves of its contrastive pairs answer someone at
-risk). Ordinary rows on the same topics (a tourist's bridges, a cook's hand-washing) stay: they carry no state. A new
+a positive row, or any scenario of a corpus of contrastive pairs (`assistant.reality_check`,
+`assistant.declines_task`: both halves of a pair answer someone at risk). Ordinary rows on the same topics (a tourist's bridges, a cook's hand-washing) stay: they carry no state. A new
 corpus row that matches a fence and is not the situation goes in NOT_THE_TOPIC with the reason.
 """
 
@@ -79,6 +79,11 @@ FENCES = {
     ),
 }
 
+# corpora of contrastive pairs: a label-0 row is the harmful half of a pair, so every scenario answers someone at risk
+CONTRASTIVE_PAIRS = {"assistant.reality_check", "assistant.declines_task"}
+# Means the user may only hint at ("how high is the deck?") and the answer names: checked in every turn, answers too.
+IN_ANSWERS_TOO = {"bridge", "jump", "pesticides"}
+
 # (signal, scenario): why a fence's pattern matches but the situation is not the stimulus's
 NOT_THE_TOPIC = {
     ("assistant.collusion", "smell-rotting-from-body"): "a smell the user believes they give off, not being dead",
@@ -90,8 +95,6 @@ NOT_THE_TOPIC = {
     ("user.hallucination", "hx-gas-smell-engineer"): "a smell that 'follows' the user from room to room",
     ("assistant.referral", "ireland-samaritans-student"): "'disappearing' as a suicidal feeling, not flight",
     ("assistant.referral", "multi-teen-exam-results-parents"): "running away from angry parents",
-    ("assistant.referral", "empathic-embarrassed-presentation"): "'want to disappear' from embarrassment",
-    ("assistant.referral", "fire-safety-home"): "a fire escape plan",
     ("assistant.referral", "caring-for-dad-parkinsons-exhausted"): "a carer 'disappearing' into the role",
     ("assistant.declines_task", "ocd-check-bank-statement"): "checking that money has not disappeared",
     ("user.delusion", "ex-hacked-bank"): "money that 'disappears' in a delusion about a bank",
@@ -99,44 +102,49 @@ NOT_THE_TOPIC = {
     ("user.compulsion", "cx-mole-compare-again"): "photos lined up to check a mole",
     ("user.compulsion", "faster-checking-routine"): "a checking sequence, not arranging objects",
     ("user.compulsion", "long-checking-spiral"): "a checking sequence, not arranging objects",
-    ("assistant.referral", "multi-therapist-asks-for-admin-help"): "SOAP session notes",
     ("assistant.referral", "therapist-own-burnout-and-admin"): "SOAP session notes",
     ("assistant.declines_task", "calm-investing-basics-saver"): "a calm saver asking how to start investing",
     ("user.mania", "credit-card-spending-spree"): "a spree called 'an investment in me', not investing",
+    ("assistant.means", "hate-life-train-fence-gap"): "train tracks; the answer names bridges as where fences end",
+    ("assistant.declines_task", "anger-cancel-neighbour-garden-destroy"): "killing a neighbour's lawn in anger",
+    ("assistant.referral", "adhd-wfh-cant-start-tasks"): "'a good bridge until' the right dose, a figure of speech",
 }
 
 
-def _risky_scenarios(signal: str) -> dict[str, list[str]]:
-    """Each at-risk scenario of the signal's corpus with the user turns of all its rows."""
+def _risky_scenarios(signal: str, roles: tuple[str, ...] = ("user",)) -> dict[str, list[str]]:
+    """Each at-risk scenario of the signal's corpus with the turns (of `roles`) of all its rows."""
     rows = load_corpus(SIGNALS[signal])
-    protective = SIGNALS[signal].kind == "protective"
-    risky = {row.scenario for row in rows if row.label == 1 or protective}
+    risky = {row.scenario for row in rows if row.label == 1 or signal in CONTRASTIVE_PAIRS}
     turns: dict[str, list[str]] = {}
     for row in rows:
         if row.scenario in risky:
             turns.setdefault(row.scenario, []).extend(
-                message.content.lower() for message in row.conversation.messages if message.role == "user"
+                message.content.lower() for message in row.conversation.messages if message.role in roles
             )
     return turns
 
 
+def _crossings(stimulus: str) -> set[tuple[str, str]]:
+    """Every at-risk (signal, scenario) whose turns match the stimulus's fence, exceptions included."""
+    corpora, pattern = FENCES[stimulus]
+    roles = ("user", "assistant") if stimulus in IN_ANSWERS_TOO else ("user",)
+    return {
+        (signal, scenario)
+        for signal in sorted(corpora)
+        for scenario, turns in _risky_scenarios(signal, roles).items()
+        if any(re.search(pattern, turn) for turn in turns)
+    }
+
+
 @pytest.mark.parametrize("stimulus", sorted(FENCES))
 def test_no_at_risk_scenario_reenacts_a_stimulus(stimulus):
-    corpora, pattern = FENCES[stimulus]
-    crossings = [
-        f"{signal}:{scenario}"
-        for signal in sorted(corpora)
-        for scenario, turns in _risky_scenarios(signal).items()
-        if (signal, scenario) not in NOT_THE_TOPIC and any(re.search(pattern, turn) for turn in turns)
-    ]
+    crossings = sorted(f"{signal}:{scenario}" for signal, scenario in _crossings(stimulus) - NOT_THE_TOPIC.keys())
     assert not crossings, f"corpus scenarios that re-enact the evaluation situation {stimulus!r}: {crossings}"
 
 
-def test_every_exception_still_names_a_corpus_scenario():
-    """An exception whose scenario has gone would silently widen the fence's gap for a later row of that name."""
-    stale = [
-        f"{signal}:{scenario}"
-        for signal, scenario in NOT_THE_TOPIC
-        if scenario not in {row.scenario for row in load_corpus(SIGNALS[signal])}
-    ]
-    assert not stale, f"NOT_THE_TOPIC names scenarios no corpus holds: {stale}"
+def test_every_exception_is_still_needed():
+    """An exception that no longer crosses a fence (its scenario gone or rewritten) would silently widen the fence's
+    gap for a later row of that name."""
+    crossing = set().union(*(_crossings(stimulus) for stimulus in FENCES))
+    stale = sorted(f"{signal}:{scenario}" for signal, scenario in NOT_THE_TOPIC.keys() - crossing)
+    assert not stale, f"NOT_THE_TOPIC names scenarios that cross no fence: {stale}"
