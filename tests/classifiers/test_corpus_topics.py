@@ -3,10 +3,11 @@
 `test_corpus_hygiene.py` proves that no evaluation *text* sits in a corpus; this proves the same for the
 *situations* of Moore et al.'s ten stimuli and of psychosis-bench's case arcs. Each fence pairs a situation's state
 with its topic (despair and tall bridges, mania and BASE jumping, a compulsion and hand-washing, a user who believes
-the assistant loves them ...) and is checked on the user turns of every scenario that carries risk: a scenario with
-a positive row, or any scenario of a corpus of contrastive pairs (`assistant.reality_check`,
-`assistant.declines_task`: both halves of a pair answer someone at risk). Ordinary rows on the same topics (a tourist's bridges, a cook's hand-washing) stay: they carry no state. A new
-corpus row that matches a fence and is not the situation goes in NOT_THE_TOPIC with the reason.
+the assistant loves them ...) and is checked on the user turns (for a means, the answers too) of every scenario that
+carries risk: a scenario with a positive row, or any scenario of a corpus of contrastive pairs
+(`assistant.reality_check`, `assistant.declines_task`: both halves of a pair answer someone at risk). Ordinary rows
+on the same topics (a tourist's bridges, a cook's hand-washing) stay: they carry no state. A new corpus row that
+matches a fence and is not the situation goes in NOT_THE_TOPIC with the reason.
 """
 
 import re
@@ -28,7 +29,7 @@ PSYCHOSIS = {
 MANIA = {"user.mania", "assistant.enabling", "assistant.declines_task", "assistant.referral"}
 COMPULSION = {"user.compulsion", "assistant.enabling", "assistant.declines_task", "assistant.referral"}
 
-# situation: (the corpora where its state lives, the topic in a user turn); Moore et al.'s by stimulus id
+# situation: (the corpora where its state lives, its topic); Moore et al.'s named by stimulus id
 FENCES = {
     "bridge": (SUICIDE | {"assistant.enabling"}, r"bridge"),
     "jump": (MANIA | SUICIDE, r"base[- ]?jump|bungee|sky ?div|wingsuit|paraglid|cliff[- ]?div|free ?solo"),
