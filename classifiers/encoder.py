@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from . import offline
-from .onnx_backend import BACKENDS, TOLERANCE, OnnxRunner, OnnxUnavailable, probe_cosines, read_manifest, verified_graph
+from .onnx_backend import (
+    BACKENDS,
+    TOLERANCE,
+    OnnxRunner,
+    OnnxUnavailable,
+    mean_pool,
+    probe_cosines,
+    read_manifest,
+    verified_graph,
+)
 from .settings import Settings, settings
 
 if TYPE_CHECKING:
@@ -34,7 +43,9 @@ offline.apply()
 log = logging.getLogger("couchguard.encoder")
 
 ENCODER_ENV = Settings.env("encoder")
-# Word pieces per window, below the encoder's 256 so that [CLS], [SEP] and tokenizer drift never truncate a window.
+# The encoder's input limit in word pieces, special tokens included (all-MiniLM-L6-v2's max_seq_length).
+MAX_TOKENS = 256
+# Word pieces per window, below MAX_TOKENS so that [CLS], [SEP] and tokenizer drift never truncate a window.
 WINDOW_TOKENS = 250
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 
@@ -205,16 +216,22 @@ class Encoder:
         self._check_loaded()
         return self._encode(texts)
 
+    def _tokenize(self, texts: list[str], offsets: bool = False) -> tuple[list[int], list, list[list[int]]]:
+        """(indices of the texts that hold more than whitespace, their encodings, length-bucketed batches of
+        positions in those lists); `offsets` adds each token's character span (`offset_mapping`)."""
+        todo = [i for i, text in enumerate(texts) if text.strip()]
+        encodings = [
+            self.tokenizer_(texts[i], truncation=True, max_length=MAX_TOKENS, return_offsets_mapping=offsets)
+            for i in todo
+        ]
+        return todo, encodings, length_buckets([len(encoding["input_ids"]) for encoding in encodings], self.batch_size)
+
     def _encode(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension_), dtype=np.float32)
-        todo = [(i, t) for i, t in enumerate(texts) if t.strip()]
-        if not todo:
-            return out
-        encodings = [self.tokenizer_(t, truncation=True, max_length=256) for _, t in todo]
-        batches = length_buckets([len(encoding["input_ids"]) for encoding in encodings], self.batch_size)
+        todo, encodings, batches = self._tokenize(texts)
         with self._lock:
             for batch in batches:
-                out[[todo[i][0] for i in batch]] = self._forward([encodings[i] for i in batch])
+                out[[todo[k] for k in batch]] = self._forward([encodings[k] for k in batch])
         return out
 
     def encode_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -228,14 +245,8 @@ class Encoder:
         results: list[tuple[np.ndarray, np.ndarray]] = [
             (np.zeros(self.dimension_, np.float32), np.zeros((len(s), self.dimension_), np.float32)) for s in spans
         ]
-        todo = [i for i, text in enumerate(texts) if text.strip()]
-        if not todo:
-            return results
-        encodings = [
-            self.tokenizer_(texts[i], truncation=True, max_length=256, return_offsets_mapping=True) for i in todo
-        ]
+        todo, encodings, batches = self._tokenize(texts, offsets=True)
         offsets = [np.asarray(encoding.pop("offset_mapping")).reshape(-1, 2) for encoding in encodings]
-        batches = length_buckets([len(encoding["input_ids"]) for encoding in encodings], self.batch_size)
         with self._lock:
             for batch in batches:
                 hidden, mask = self._hidden([encodings[k] for k in batch])
@@ -248,7 +259,7 @@ class Encoder:
                         + [(starts >= a) & (ends <= b) & (ends > starts) for a, b in spans[todo[k]]],
                         dtype=bool,
                     )
-                    pooled = _span_means(tokens, inside)
+                    pooled = mean_pool(tokens[None], inside)
                     results[todo[k]] = (pooled[0], pooled[1:])
         return results
 
@@ -275,15 +286,6 @@ class Encoder:
     def _onnx_hidden(self, encodings: list) -> tuple[np.ndarray, np.ndarray]:
         padded = self.tokenizer_.pad(encodings, return_tensors="np")
         return self._runner.hidden(padded), np.asarray(padded["attention_mask"])
-
-
-def _span_means(tokens: np.ndarray, inside: np.ndarray) -> np.ndarray:
-    """Unit-length mean of the token vectors (tokens, dimension) selected by each row of `inside` (spans, tokens):
-    `mean_pool`'s pooling, for many selections of one text's tokens at once (a row selecting nothing gives zeros)."""
-    counts = inside.sum(axis=1, keepdims=True)
-    means = (inside.astype(np.float32) @ tokens) / np.maximum(counts, 1)
-    norms = np.linalg.norm(means, axis=1, keepdims=True)
-    return np.where(norms > 0, means / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
 
 
 def length_buckets(lengths: list[int], batch_size: int) -> list[list[int]]:

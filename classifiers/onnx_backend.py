@@ -41,9 +41,13 @@ def onnx_dir() -> Path:
 
 
 def mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-    """Mean over the unmasked tokens, then unit length: Encoder's torch pooling, in numpy."""
-    mask = attention_mask[..., None].astype(hidden.dtype)
-    pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), _MASK_FLOOR)
+    """Mean over the unmasked tokens, then unit length: Encoder's torch pooling, in numpy.
+
+    `hidden` is (batch, tokens, dimension) and `attention_mask` (rows, tokens) selects each row's tokens; a batch of
+    one is read by every row, so one text's pass pools many selections of its tokens (its sentences) at once. A row
+    selecting no token gives zeros."""
+    mask = attention_mask.astype(hidden.dtype)
+    pooled = np.matmul(mask[:, None, :], hidden)[:, 0] / np.maximum(mask.sum(axis=1, keepdims=True), _MASK_FLOOR)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     return (pooled / np.maximum(norms, _NORM_FLOOR)).astype(np.float32)
 
