@@ -96,6 +96,8 @@ class Featurizer:
         self.cache: MutableMapping[str, np.ndarray] = cache if cache is not None else {}
         # the user turn a response answers is both scored (user side) and context (assistant side): window it once
         self._windows: dict[str, tuple[Chunk, ...]] = {}
+        # a window's sentences are needed to encode it and again to lay out its rows: split and key them once
+        self._sentences_of: dict[str, tuple[list[tuple[int, int]], list[str]]] = {}
 
     def windows(self, text: str) -> tuple[Chunk, ...]:
         if text not in self._windows:
@@ -120,29 +122,31 @@ class Featurizer:
             for text, vector in zip(missing, self.encoder.encode(missing)):
                 self.cache[text] = vector
 
+    def sentences_of(self, window: str) -> tuple[list[tuple[int, int]], list[str]]:
+        """(spans, cache keys) of the window's sentences that hold at least one word."""
+        if window not in self._sentences_of:
+            spans = window_sentences(window)
+            self._sentences_of[window] = (spans, sentence_keys(window, spans))
+        return self._sentences_of[window]
+
     def embed_sentences(self, chunks: Iterable[Chunk]) -> None:
         """Encode each window not yet in the cache with its sentences, in one batched pass (`Encoder.encode_spans`)."""
-        wanted = {chunk.text: window_sentences(chunk.text) for chunk in chunks}
-        keys = {text: sentence_keys(text, spans) for text, spans in wanted.items()}
-        missing = [text for text in wanted if any(key not in self.cache for key in keys[text])]
+        windows = list(dict.fromkeys(chunk.text for chunk in chunks))
+        missing = [text for text in windows if any(key not in self.cache for key in self.sentences_of(text)[1])]
         if not missing:
             return
-        encoded = self.encoder.encode_spans(missing, [wanted[text] for text in missing])
+        encoded = self.encoder.encode_spans(missing, [self.sentences_of(text)[0] for text in missing])
         for text, (window, sentences) in zip(missing, encoded):
             self.cache[text] = window
-            for key, vector in zip(keys[text], sentences):
+            for key, vector in zip(self.sentences_of(text)[1], sentences):
                 self.cache[key] = vector
 
-    @staticmethod
-    def _sentences(plan: _Plan) -> list[tuple[tuple[int, int], str]]:
+    def _sentences(self, plan: _Plan) -> list[tuple[tuple[int, int], str]]:
         """(span in the turn, cache key) of each sentence of the scored turn's windows that holds at least one word."""
         pieces: list[tuple[tuple[int, int], str]] = []
         for chunk in plan.chunks:
-            spans = window_sentences(chunk.text)
-            pieces.extend(
-                ((chunk.start + a, chunk.start + b), key)
-                for (a, b), key in zip(spans, sentence_keys(chunk.text, spans))
-            )
+            spans, keys = self.sentences_of(chunk.text)
+            pieces.extend(((chunk.start + a, chunk.start + b), key) for (a, b), key in zip(spans, keys))
         return pieces
 
     def _turn_vector(self, text: str) -> np.ndarray:
