@@ -41,7 +41,7 @@ from benchmarks.servers import (  # noqa: E402
     free_port,
     fresh_config,
     machine,
-    percentile,
+    p50_p95,
     start_serve,
     start_upstream,
     stop,
@@ -59,10 +59,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
 
 
 @dataclass
@@ -93,8 +89,8 @@ class Level:
             "other": len(other),
             "incomplete_streams": sum(not o.complete for o in answered),
             "other_examples": sorted({f"{o.status}: {o.error}" for o in other})[:5],
-            "first_checked_token_ms": {"p50": _ms(percentile(firsts, 50)), "p95": _ms(percentile(firsts, 95))},
-            "total_ms": {"p50": _ms(percentile(totals, 50)), "p95": _ms(percentile(totals, 95))},
+            "first_checked_token_ms": p50_p95(firsts),
+            "total_ms": p50_p95(totals),
             "peak_rss_mib": round(self.peak_rss_mib, 1),
             "seconds": round(self.seconds, 1),
         }

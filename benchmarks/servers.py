@@ -65,6 +65,11 @@ def percentile(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q, method="nearest")) if values else None
 
 
+def p50_p95(values: list[float]) -> dict[str, float | None]:
+    """{"p50", "p95"}, rounded to 0.1 (None for no values)."""
+    return {f"p{q}": None if (v := percentile(values, q)) is None else round(v, 1) for q in (50, 95)}
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on; the load average says whether the machine was otherwise idle."""
     return {

@@ -40,7 +40,7 @@ from benchmarks.servers import (  # noqa: E402
     free_port,
     fresh_config,
     machine,
-    percentile,
+    p50_p95,
     start_serve,
     start_upstream,
     stop,
@@ -106,10 +106,6 @@ def measure(growth: float, args, upstream_url: str, workdir: Path) -> dict:
         "whole_stream_ms": p50_p95([s["total_s"] * 1000 for s in streams]),
         "reader_wait_ms": p50_p95([reader_wait_s(s["pieces"], args.reader_wps) * 1000 for s in streams]),
     }
-
-
-def p50_p95(values: list[float]) -> dict[str, float | None]:
-    return {f"p{q}": None if (v := percentile(values, q)) is None else round(v, 1) for q in (50, 95)}
 
 
 def main(argv: list[str] | None = None) -> int:
