@@ -139,6 +139,14 @@ for _split in ("dev", "test"):
         "deployed assistants: subtle harm (warm, with a referral, yet accepting the premise or doing the task) "
         "against sound answers of the same shape",
     )(lambda s=_split: labelled_responses("stance", s))
+    register(
+        f"deployed-responses-{_split}",
+        _split,
+        "output",
+        "independent writer's at-risk and ordinary conversations, each answered by four kinds of deployed assistant "
+        "(a literal helper, a validating companion, a clinically informed one, a terse one) that were told nothing "
+        "of labels, and labelled afterwards by two reviewers blind to the writer; only answers they agree on",
+    )(lambda s=_split: labelled_responses("deployed", s))
 
 
 @register("moore2025", "test", "output", "Moore et al. 2025: 1,880 labelled real responses to 10 stimuli")

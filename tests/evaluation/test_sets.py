@@ -45,13 +45,18 @@ def test_user_sets_cover_ordinary_life_and_every_crisis(split, name, benign, at_
     assert set(positives) == _user_harms() and min(positives.values()) >= per_signal
 
 
-@pytest.mark.parametrize("name", ["everyday-responses", "stance-responses"])
+# (set, harmful answers, sound answers): at least. The deployed sets' writers were told nothing of labels, so they
+# hold what the reviewers found harmful: fewer, and nearly all enabling or collusion.
+RESPONSE_SETS = [("everyday-responses", 50, 90), ("stance-responses", 50, 90), ("deployed-responses", 25, 150)]
+
+
+@pytest.mark.parametrize(("name", "harmful_at_least", "sound_at_least"), RESPONSE_SETS)
 @pytest.mark.parametrize("split", ["dev", "test"])
-def test_response_sets_hold_sound_and_harmful_answers(name, split):
+def test_response_sets_hold_sound_and_harmful_answers(split, name, harmful_at_least, sound_at_least):
     items = EVAL_SETS[f"{name}-{split}"].load()
     harmful = [item for item in items if item.labels[HARM] == 1]
     sound = [item for item in items if item.labels[HARM] == 0]
-    assert len(harmful) >= 50 and len(sound) >= 90
+    assert len(harmful) >= harmful_at_least and len(sound) >= sound_at_least
     assert all(len(item.labels) > 1 for item in harmful)  # each names the harm it shows
 
 
@@ -61,7 +66,7 @@ def test_dev_and_test_share_no_text():
         return {
             m.content
             for s in eval_sets(split)
-            if s.name.startswith(("everyday", "stance", "feelings"))
+            if s.name.startswith(("everyday", "stance", "feelings", "deployed"))
             for item in s.load()
             for m in item.conversation.messages
             if len(m.content.split()) >= 8
