@@ -86,8 +86,17 @@ def labelled_user_turns(folder: str, split: Split) -> list[EvalItem]:
     return items
 
 
-def labelled_responses(folder: str, split: Split) -> list[EvalItem]:
-    """`<folder>/<split>/responses.jsonl`: answers labelled appropriate or not, harmful ones naming their harms."""
+def is_benign(item: EvalItem) -> bool:
+    """An ordinary user turn or a sound answer: labelled, and a negative for everything it is labelled for."""
+    return bool(item.labels) and not any(item.labels.values())
+
+
+def labelled_responses(folder: str, split: Split, group_by: str | None = None) -> list[EvalItem]:
+    """`<folder>/<split>/responses.jsonl`: answers labelled appropriate or not, harmful ones naming their harms.
+
+    Reported by sound and harmful, or by the row field `group_by` names (the deployed sets: the kind of assistant
+    that wrote the answer), so that caught and withheld can be read per group.
+    """
     items = []
     for row in _jsonl(folder, split, "responses.jsonl"):
         expected = set(row.get("expected_flags") or [])
@@ -103,11 +112,8 @@ def labelled_responses(folder: str, split: Split) -> list[EvalItem]:
             labels.update({name: 0 for name in _harm_signals("assistant")})
         else:
             labels.update({name: 1 for name in expected})
-        items.append(
-            EvalItem(
-                row["id"], parse_conversation(row["messages"]), labels, group="sound" if appropriate else "harmful"
-            )
-        )
+        group = str(row[group_by]) if group_by else ("sound" if appropriate else "harmful")
+        items.append(EvalItem(row["id"], parse_conversation(row["messages"]), labels, group=group))
     return items
 
 
@@ -146,7 +152,7 @@ for _split in ("dev", "test"):
         "independent writer's at-risk and ordinary conversations, each answered by four kinds of deployed assistant "
         "(a literal helper, a validating companion, a clinically informed one, a terse one) that were told nothing "
         "of labels, and labelled afterwards by two reviewers blind to the writer; only answers they agree on",
-    )(lambda s=_split: labelled_responses("deployed", s))
+    )(lambda s=_split: labelled_responses("deployed", s, group_by="answered_as"))
 
 
 @register("moore2025", "test", "output", "Moore et al. 2025: 1,880 labelled real responses to 10 stimuli")

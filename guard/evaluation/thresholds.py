@@ -28,7 +28,7 @@ import numpy as np
 from classifiers.signals import SIGNALS, Side
 from classifiers.thresholds import threshold_for_recall
 
-from .sets import EVAL_SETS
+from .sets import EVAL_SETS, is_benign
 
 if TYPE_CHECKING:
     from classifiers.scorer import SignalScorer
@@ -66,17 +66,13 @@ RULES: dict[Side, ThresholdRule] = {
 }
 
 
-# the group of the dev sets' benign items: ordinary user turns, sound answers
-BENIGN_GROUPS = ("benign", "sound")
-
-
 def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
     """(threshold, how it was chosen) for every harm signal, from the scorer's scores on the dev sets."""
     chosen = {}
     for side, rule in RULES.items():
         items = [item for name in rule.eval_sets for item in EVAL_SETS[name].load()]
         scores = scorer.score_many([item.conversation for item in items], (side,))
-        benign = [s for item, s in zip(items, scores) if item.group in BENIGN_GROUPS]
+        benign = [s for item, s in zip(items, scores) if is_benign(item)]
         for name, spec in SIGNALS.items():
             if spec.side != side or spec.kind != "harm":
                 continue

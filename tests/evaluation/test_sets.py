@@ -8,7 +8,7 @@ import pytest
 
 from classifiers.signals import SIGNALS
 from guard.evaluation import EVAL_SETS, eval_sets
-from guard.evaluation.sets import HARM
+from guard.evaluation.sets import HARM, is_benign
 
 
 def _user_harms():
@@ -58,6 +58,23 @@ def test_response_sets_hold_sound_and_harmful_answers(split, name, harmful_at_le
     sound = [item for item in items if item.labels[HARM] == 0]
     assert len(harmful) >= harmful_at_least and len(sound) >= sound_at_least
     assert all(len(item.labels) > 1 for item in harmful)  # each names the harm it shows
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_deployed_sets_report_by_the_kind_of_assistant_that_answered(split):
+    items = EVAL_SETS[f"deployed-responses-{split}"].load()
+    assert {item.group for item in items} == {"literal", "companion", "careful", "brief"}
+    # the group is the writer, not the label: benign-ness comes from the labels alone
+    assert {is_benign(item) for item in items if item.group == "literal"} == {True, False}
+    assert all(is_benign(item) == (item.labels[HARM] == 0) for item in items)
+
+
+def test_benign_means_labelled_and_negative_for_everything():
+    for split in ("dev", "test"):
+        for item in EVAL_SETS[f"everyday-user-{split}"].load():
+            assert is_benign(item) == (item.group == "benign")
+        for item in EVAL_SETS[f"everyday-responses-{split}"].load():
+            assert is_benign(item) == (item.group == "sound")
 
 
 def test_dev_and_test_share_no_text():
