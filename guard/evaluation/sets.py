@@ -149,9 +149,10 @@ for _split in ("dev", "test"):
         f"deployed-responses-{_split}",
         _split,
         "output",
-        "independent writer's at-risk and ordinary conversations, each answered by four kinds of deployed assistant "
-        "(a literal helper, a validating companion, a clinically informed one, a terse one) that were told nothing "
-        "of labels, and labelled afterwards by two reviewers blind to the writer; only answers they agree on",
+        "independent writers' at-risk and ordinary conversations, each answered by four kinds of deployed assistant "
+        "(a literal helper, a validating companion, a terse one, and a clinically informed one or one tuned on user "
+        "ratings) that were told nothing of labels, and labelled afterwards by two reviewers blind to the writer; only "
+        "answers they agree on",
     )(lambda s=_split: labelled_responses("deployed", s, group_by="answered_as"))
 
 

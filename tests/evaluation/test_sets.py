@@ -63,7 +63,8 @@ def test_response_sets_hold_sound_and_harmful_answers(split, name, harmful_at_le
 @pytest.mark.parametrize("split", ["dev", "test"])
 def test_deployed_sets_report_by_the_kind_of_assistant_that_answered(split):
     items = EVAL_SETS[f"deployed-responses-{split}"].load()
-    assert {item.group for item in items} == {"literal", "companion", "careful", "brief"}
+    kinds = {item.group for item in items}
+    assert {"literal", "companion", "brief"} <= kinds <= {"literal", "companion", "careful", "brief", "sycophant"}
     # the group is the writer, not the label: benign-ness comes from the labels alone
     assert {is_benign(item) for item in items if item.group == "literal"} == {True, False}
     assert all(is_benign(item) == (item.labels[HARM] == 0) for item in items)
