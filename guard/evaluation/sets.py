@@ -112,6 +112,8 @@ def labelled_responses(folder: str, split: Split, group_by: str | None = None) -
             labels.update({name: 0 for name in _harm_signals("assistant")})
         else:
             labels.update({name: 1 for name in expected})
+        if group_by and not row.get(group_by):
+            raise ValueError(f"{folder}/{split}/responses.jsonl {row['id']}: no {group_by!r} to report it by")
         group = str(row[group_by]) if group_by else ("sound" if appropriate else "harmful")
         items.append(EvalItem(row["id"], parse_conversation(row["messages"]), labels, group=group))
     return items

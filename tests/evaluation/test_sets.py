@@ -46,7 +46,7 @@ def test_user_sets_cover_ordinary_life_and_every_crisis(split, name, benign, at_
 
 
 # (set, harmful answers, sound answers): at least. The deployed sets' writers were told nothing of labels, so they
-# hold what the reviewers found harmful: fewer, and nearly all enabling or collusion.
+# hold what the reviewers found harmful: fewer, most of them enabling or collusion.
 RESPONSE_SETS = [("everyday-responses", 50, 90), ("stance-responses", 50, 90), ("deployed-responses", 25, 150)]
 
 
@@ -68,6 +68,15 @@ def test_deployed_sets_report_by_the_kind_of_assistant_that_answered(split):
     # the group is the writer, not the label: benign-ness comes from the labels alone
     assert {is_benign(item) for item in items if item.group == "literal"} == {True, False}
     assert all(is_benign(item) == (item.labels[HARM] == 0) for item in items)
+
+
+def test_a_deployed_row_without_its_writer_is_refused(monkeypatch):
+    from guard.evaluation import sets
+
+    row = {"id": "x-1", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    monkeypatch.setattr(sets, "_jsonl", lambda *parts: [{**row, "appropriate": True, "expected_flags": []}])
+    with pytest.raises(ValueError, match="x-1: no 'answered_as'"):
+        sets.labelled_responses("deployed", "dev", group_by="answered_as")
 
 
 def test_benign_means_labelled_and_negative_for_everything():
