@@ -11,6 +11,7 @@ matches a fence and is not the situation goes in NOT_THE_TOPIC with the reason.
 """
 
 import re
+from functools import cache
 
 import pytest
 
@@ -112,6 +113,7 @@ NOT_THE_TOPIC = {
 }
 
 
+@cache  # every fence reads the same few corpora: load and group each once per session
 def _risky_scenarios(signal: str, roles: tuple[str, ...] = ("user",)) -> dict[str, list[str]]:
     """Each at-risk scenario of the signal's corpus with the turns (of `roles`) of all its rows."""
     rows = load_corpus(SIGNALS[signal])
