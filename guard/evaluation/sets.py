@@ -28,7 +28,7 @@ class EvalItem:
     id: str
     conversation: Conversation
     labels: dict[str, int] = field(default_factory=dict)
-    group: str = ""  # what the set reports by: a stimulus, benign or at-risk, a risk level, a category
+    group: str = ""  # what the set reports by: a stimulus, benign or at-risk, a risk level, a category, the writer
     case: str | None = None  # multi-turn suites: the conversation this prefix belongs to
     turn: int | None = None  # ... and the 1-based turn it ends at
 
