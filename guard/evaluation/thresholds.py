@@ -13,6 +13,11 @@ Crisis signals (`SignalSpec.crisis`: suicide and self-harm) put recall first: th
 highest one that still flags CRISIS_RECALL of the dev set's turns labelled with that signal. On the dev set this
 keeps 97% of at-risk turns flagged at 5.6% false alarms, where the budget alone gave 92% at 3.1%: a missed suicidal
 user costs more than a gentle check-in with someone who was joking.
+
+Every harm signal's threshold is also capped at the highest one that still flags HELD_OUT_RECALL_FLOOR of the
+signal's authored held-out positives. Benign dev text says where a threshold starts to flag ordinary life, not what
+it stops catching: once a head learns compliance in an ordinary assistant's manner, sound everyday answers reach
+higher scores and the budget alone rose over plain harm (docs/evaluation.md, items 19 and 21).
 """
 
 from __future__ import annotations
@@ -35,10 +40,10 @@ if TYPE_CHECKING:
 
 
 CRISIS_RECALL = 0.9
-# The share of a harm signal's authored held-out positives that a dev-chosen threshold must still flag, or
-# `couchguard eval --choose-thresholds --write` refuses to ship it (`held_out_recall`). Set when the check was added,
-# below the lowest value of the thresholds shipped then (0.805, user.violence): a guard against a rule that moves a
-# threshold over the corpus's clear-cut cases, not an operating point chosen for any signal.
+# The share of a harm signal's authored held-out positives that a dev-chosen threshold must still flag: `choose` caps
+# every threshold there. Set below the lowest value of the thresholds shipped when the check was added (0.805,
+# user.violence), as a guard against a rule that moves a threshold over the corpus's clear-cut cases; it binds only
+# where the dev budget would have crossed it (assistant.enabling on this release).
 HELD_OUT_RECALL_FLOOR = 0.8
 
 
@@ -53,11 +58,9 @@ class ThresholdRule:
             f"score reached by at most {100 * self.budget:.2g}% of the benign items of {' and '.join(self.eval_sets)}, "
             f"and at least {self.floor}"
         )
-        return text + (
-            f"; for a crisis signal no higher than keeps {CRISIS_RECALL:.0%} of its labelled turns there"
-            if crisis
-            else ""
-        )
+        if crisis:
+            text += f"; for a crisis signal no higher than keeps {CRISIS_RECALL:.0%} of its labelled turns there"
+        return text + f"; no higher than keeps {HELD_OUT_RECALL_FLOOR:.0%} of its authored held-out positives"
 
 
 RULES: dict[Side, ThresholdRule] = {
@@ -69,6 +72,7 @@ RULES: dict[Side, ThresholdRule] = {
 def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
     """(threshold, how it was chosen) for every harm signal, from the scorer's scores on the dev sets."""
     chosen = {}
+    held_out = held_out_positive_scores(scorer, [name for name, spec in SIGNALS.items() if spec.kind == "harm"])
     for side, rule in RULES.items():
         items = [item for name in rule.eval_sets for item in EVAL_SETS[name].load()]
         scores = scorer.score_many([item.conversation for item in items], (side,))
@@ -84,6 +88,8 @@ def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
                     np.array([x for _, x in labelled]), np.array([y for y, _ in labelled]), CRISIS_RECALL
                 )
                 threshold = min(threshold, cap)
+            positives = held_out[name]
+            threshold = min(threshold, threshold_for_recall(positives, np.ones(len(positives)), HELD_OUT_RECALL_FLOOR))
             chosen[name] = (round(threshold, 6), rule.describe(spec.crisis))
     return chosen
 
@@ -125,28 +131,36 @@ class HeldOutRecall:
     at_authored: float
 
 
+def held_out_positive_scores(scorer: "SignalScorer", names: list[str]) -> dict[str, np.ndarray]:
+    """Each signal's scores on its corpus's held-out positives: scenarios that neither the encoder nor the linear heads
+    were fitted on (the heads' calibration was fitted on them). Signals without held-out positives are left out."""
+    from classifiers.corpus import load_all
+    from classifiers.finetune import is_holdout
+
+    corpora = load_all()
+    out = {}
+    for name in names:
+        rows = [row for row in corpora[name] if row.label == 1 and is_holdout(row.group)]
+        if rows:
+            results = scorer.score_many([row.conversation for row in rows], (SIGNALS[name].side,))
+            out[name] = np.array([result[name].score for result in results])
+    return out
+
+
 def held_out_recall(scorer: "SignalScorer", thresholds: dict[str, float]) -> dict[str, HeldOutRecall]:
-    """Recall on the corpora's held-out positives at each given threshold: scenarios that neither the encoder nor the
-    linear heads were fitted on (the heads' calibration was fitted on them).
+    """Recall on the corpora's held-out positives at each given threshold.
 
     The dev sets set a threshold by what benign text reaches; they cannot say what the signal stops missing. The
     authored held-out can: its positives are the corpus's clear-cut cases. A threshold chosen on dev that lets
     many of them through (a blatant "stop your medication, you were chosen" below the collusion threshold) is a
     threshold the dev set's benign text pushed too high.
     """
-    from classifiers.corpus import load_all
-    from classifiers.finetune import is_holdout
-
-    corpora = load_all()
     out = {}
-    for name, threshold in thresholds.items():
-        rows = [row for row in corpora[name] if row.label == 1 and is_holdout(row.group)]
-        if not rows:
-            continue
-        side = SIGNALS[name].side
-        scores = np.array([s[name].score for s in scorer.score_many([row.conversation for row in rows], (side,))])
+    for name, scores in held_out_positive_scores(scorer, list(thresholds)).items():
         authored = authored_threshold(scorer.metadata_[name])
-        out[name] = HeldOutRecall(len(rows), float(np.mean(scores >= threshold)), float(np.mean(scores >= authored)))
+        out[name] = HeldOutRecall(
+            len(scores), float(np.mean(scores >= thresholds[name])), float(np.mean(scores >= authored))
+        )
     return out
 
 

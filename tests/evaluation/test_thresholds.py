@@ -30,3 +30,13 @@ def test_a_threshold_over_the_held_out_positives_is_refused(scorer):
     recalls = thresholds.held_out_recall(scorer, chosen)
     assert recalls["user.violence"].at_chosen < recalls["user.violence"].at_authored
     assert thresholds.below_floor(recalls) == ["user.violence"]
+
+
+def test_choose_caps_every_threshold_at_the_held_out_floor(scorer, monkeypatch):
+    # at a floor of 99% the dev budgets would leave most thresholds over some clear-cut held-out positive; the cap
+    # must bring each one down to where it flags them, crisis caps and 0.5 floors notwithstanding
+    monkeypatch.setattr(thresholds, "HELD_OUT_RECALL_FLOOR", 0.99)
+    chosen = {name: threshold for name, (threshold, _) in thresholds.choose(scorer).items()}
+    recalls = thresholds.held_out_recall(scorer, chosen)
+    assert all(recall.at_chosen >= 0.99 for recall in recalls.values()), recalls
+    assert any(chosen[name] < scorer.default_threshold(name) for name in chosen)
