@@ -88,8 +88,9 @@ def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
                     np.array([x for _, x in labelled]), np.array([y for y, _ in labelled]), CRISIS_RECALL
                 )
                 threshold = min(threshold, cap)
-            positives = held_out[name]
-            threshold = min(threshold, threshold_for_recall(positives, np.ones(len(positives)), HELD_OUT_RECALL_FLOOR))
+            if (positives := held_out.get(name)) is not None:
+                floor_cap = threshold_for_recall(positives, np.ones(len(positives)), HELD_OUT_RECALL_FLOOR)
+                threshold = min(threshold, floor_cap)
             chosen[name] = (round(threshold, 6), rule.describe(spec.crisis))
     return chosen
 

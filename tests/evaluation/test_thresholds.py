@@ -24,7 +24,7 @@ def test_the_shipped_thresholds_still_flag_the_authored_held_out_positives(score
     assert all(recall.positives >= 20 for recall in recalls.values())
 
 
-def test_a_threshold_over_the_held_out_positives_is_refused(scorer):
+def test_a_threshold_over_the_held_out_positives_is_below_the_floor(scorer):
     # user.violence at 0.999999 (a dev budget pushed to the top) lets most of its clear-cut held-out positives through
     chosen = {"user.violence": 0.999999, "assistant.means": scorer.default_threshold("assistant.means")}
     recalls = thresholds.held_out_recall(scorer, chosen)
