@@ -117,6 +117,9 @@ def test_policy_commands():
     assert explained.returncode == 0
     assert "criterion: Don't Enable Suicidal Ideation" in explained.stdout
     assert "department_of_veterans_affairs_vadod_2023" in explained.stdout
+    # a user at risk lowers the bar of the output rules: a clinician reading the policy sees by how much
+    suicide_risk = explained.stdout.split("\n- suicide-risk:")[1].split("\n- ")[0]
+    assert "output rules use assistant.means 0.6, assistant.enabling 0.7 where" in suicide_risk
     checked = couchguard("policy", "check", "policies/mental-health.yaml")
     assert checked.returncode == 0 and "ok" in checked.stdout
 

@@ -93,6 +93,7 @@ def _judge_text(policy) -> str:
 def run_explain(args) -> int:
     from ..judge import question_for
     from ..policy import PolicyError, load_policy
+    from ..policy.schema import InputRule
 
     try:
         policy = load_policy(args.policy)
@@ -117,6 +118,9 @@ def run_explain(args) -> int:
                 f"{f' ({extra})' if extra else ''}\n"
             )
             out.write(f"  when {_condition_text(rule.when)}\n")
+            if isinstance(rule, InputRule) and rule.tighten:
+                held = ", ".join(f"{signal} {level}" for signal, level in rule.tighten.items())
+                out.write(f"  then this conversation's output rules use {held} where the default is higher\n")
             if rule.description:
                 out.write(f"  {rule.description}\n")
             out.write(f"  criterion: {criterion.get('title', rule.criterion)} - {criterion.get('summary', '')}\n")
