@@ -64,8 +64,10 @@ def _choose_thresholds(write: bool) -> int:
     from ..evaluation import thresholds
 
     scorer = shared_scorer()
-    chosen = thresholds.choose(scorer)
-    recalls = thresholds.held_out_recall(scorer, {name: threshold for name, (threshold, _) in chosen.items()})
+    # scored once: the cap in `choose` and the report below read the same held-out positives
+    held_out = thresholds.held_out_positive_scores(scorer, thresholds.harm_signals())
+    chosen = thresholds.choose(scorer, held_out)
+    recalls = thresholds.held_out_recall(scorer, {name: threshold for name, (threshold, _) in chosen.items()}, held_out)
     for name, (threshold, rule) in chosen.items():
         held = recalls.get(name)
         flagged = (

@@ -69,10 +69,18 @@ RULES: dict[Side, ThresholdRule] = {
 }
 
 
-def choose(scorer: "SignalScorer") -> dict[str, tuple[float, str]]:
-    """(threshold, how it was chosen) for every harm signal, from the scorer's scores on the dev sets."""
+def harm_signals() -> list[str]:
+    """The signals that get a shipped threshold here (protective and context signals keep training's)."""
+    return [name for name, spec in SIGNALS.items() if spec.kind == "harm"]
+
+
+def choose(scorer: "SignalScorer", held_out: dict[str, np.ndarray] | None = None) -> dict[str, tuple[float, str]]:
+    """(threshold, how it was chosen) for every harm signal, from the scorer's scores on the dev sets.
+
+    `held_out`: `held_out_positive_scores` of every harm signal, when the caller has them already."""
     chosen = {}
-    held_out = held_out_positive_scores(scorer, [name for name, spec in SIGNALS.items() if spec.kind == "harm"])
+    if held_out is None:
+        held_out = held_out_positive_scores(scorer, harm_signals())
     for side, rule in RULES.items():
         items = [item for name in rule.eval_sets for item in EVAL_SETS[name].load()]
         scores = scorer.score_many([item.conversation for item in items], (side,))
@@ -148,23 +156,22 @@ def held_out_positive_scores(scorer: "SignalScorer", names: list[str]) -> dict[s
     return out
 
 
-def held_out_recall(scorer: "SignalScorer", thresholds: dict[str, float]) -> dict[str, HeldOutRecall]:
-    """Recall on the corpora's held-out positives at each given threshold.
+def held_out_recall(
+    scorer: "SignalScorer", thresholds: dict[str, float], held_out: dict[str, np.ndarray] | None = None
+) -> dict[str, HeldOutRecall]:
+    """Recall on the corpora's held-out positives at each given threshold (`held_out`: their scores, if known).
 
     The dev sets set a threshold by what benign text reaches; they cannot say what the signal stops missing. The
     authored held-out can: its positives are the corpus's clear-cut cases. A threshold chosen on dev that lets
     many of them through (a blatant "stop your medication, you were chosen" below the collusion threshold) is a
     threshold the dev set's benign text pushed too high.
     """
+    if held_out is None:
+        held_out = held_out_positive_scores(scorer, list(thresholds))
     out = {}
-    for name, scores in held_out_positive_scores(scorer, list(thresholds)).items():
+    for name, threshold in thresholds.items():
+        if (scores := held_out.get(name)) is None:
+            continue
         authored = authored_threshold(scorer.metadata_[name])
-        out[name] = HeldOutRecall(
-            len(scores), float(np.mean(scores >= thresholds[name])), float(np.mean(scores >= authored))
-        )
+        out[name] = HeldOutRecall(len(scores), float(np.mean(scores >= threshold)), float(np.mean(scores >= authored)))
     return out
-
-
-def below_floor(recalls: dict[str, HeldOutRecall]) -> list[str]:
-    """The signals whose chosen threshold flags fewer than HELD_OUT_RECALL_FLOOR of their held-out positives."""
-    return [name for name, recall in recalls.items() if recall.at_chosen < HELD_OUT_RECALL_FLOOR]

@@ -20,7 +20,7 @@ def test_the_shipped_thresholds_still_flag_the_authored_held_out_positives(score
     shipped = {name: scorer.default_threshold(name) for name, spec in SIGNALS.items() if spec.kind == "harm"}
     recalls = thresholds.held_out_recall(scorer, shipped)
     assert set(recalls) == set(shipped)
-    assert thresholds.below_floor(recalls) == []
+    assert all(recall.at_chosen >= thresholds.HELD_OUT_RECALL_FLOOR for recall in recalls.values()), recalls
     assert all(recall.positives >= 20 for recall in recalls.values())
 
 
@@ -29,7 +29,8 @@ def test_a_threshold_over_the_held_out_positives_is_below_the_floor(scorer):
     chosen = {"user.violence": 0.999999, "assistant.means": scorer.default_threshold("assistant.means")}
     recalls = thresholds.held_out_recall(scorer, chosen)
     assert recalls["user.violence"].at_chosen < recalls["user.violence"].at_authored
-    assert thresholds.below_floor(recalls) == ["user.violence"]
+    assert recalls["user.violence"].at_chosen < thresholds.HELD_OUT_RECALL_FLOOR
+    assert recalls["assistant.means"].at_chosen >= thresholds.HELD_OUT_RECALL_FLOOR
 
 
 def test_choose_caps_every_threshold_at_the_held_out_floor(scorer, monkeypatch):
