@@ -28,6 +28,10 @@ _EMPHASIS = re.compile(r"\*\*|__|^#+\s", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?]")
 
 
+# where layout() puts the feature "the answer holds a markdown list"
+LIST_FEATURE = 1
+
+
 def layout(text: str) -> list[float]:
     words = max(1, len(text.split()))
     return [
@@ -53,7 +57,7 @@ def layout_auc(signal: str) -> dict:
         cv=GroupKFold(n_splits=5),
         method="predict_proba",
     )[:, 1]
-    with_list = features[:, 1].astype(bool)  # layout()'s second feature: the answer holds a markdown list
+    with_list = features[:, LIST_FEATURE].astype(bool)
 
     def shape(label: int) -> str:
         members = [i for i, value in enumerate(labels) if value == label]
