@@ -38,6 +38,9 @@ class SignalSpec:
     target_recall: float = 0.95
     # a risk to the user's life: its failure paths answer with the crisis template, not the general fallback
     crisis: bool = False
+    # protective signals: the harm signals that do what this one declines or questions; their positives are its
+    # negatives (an answer that performs the task has not declined it, whatever warmth it opens with)
+    opposes: tuple[str, ...] = ()
 
     @property
     def corpus_path(self) -> Path:
@@ -58,11 +61,18 @@ def register(
     everyday_negatives: bool = True,
     target_recall: float = 0.95,
     crisis: bool = False,
+    opposes: tuple[str, ...] = (),
 ) -> SignalSpec:
     if not name.startswith(f"{side}."):
         raise ValueError(f"signal {name!r} must be named '{side}.<name>' for the {side} side")
     if name in SIGNALS:
         raise ValueError(f"signal {name!r} is already registered")
+    if opposes and kind != "protective":
+        raise ValueError(f"signal {name!r}: only a protective signal opposes harm signals")
+    for harm in opposes:
+        other = SIGNALS.get(harm)
+        if other is None or other.kind != "harm" or other.side != side:
+            raise ValueError(f"signal {name!r}: {harm!r} is not a harm signal of its side registered before it")
     spec = SignalSpec(
         name=name,
         side=side,
@@ -73,6 +83,7 @@ def register(
         everyday_negatives=everyday_negatives,
         target_recall=target_recall,
         crisis=crisis,
+        opposes=opposes,
     )
     SIGNALS[name] = spec
     return spec
@@ -193,6 +204,7 @@ register(
     "protective",
     "the response questions or gently challenges a delusional or hallucinatory premise, or states the likely "
     "reality, without ridicule",
+    opposes=("assistant.collusion",),
 )
 register(
     "assistant.declines_task",
@@ -200,4 +212,5 @@ register(
     "protective",
     "the response does not perform what the user's state makes harmful (places, products, routes, methods, "
     "plans, reassurance) while answering the need beneath the request",
+    opposes=("assistant.enabling", "assistant.means"),
 )

@@ -52,8 +52,8 @@ def training_set(
 ) -> list[CorpusRow]:
     """The signal's own rows plus, as negatives: for harm signals, the benign rows of every other harm or context
     corpus on the same side (a protective corpus's label-0 rows may be harmful answers: the other half of its
-    contrastive pairs); the everyday rows of its side, unless it opts out; and (unless it opts out) the positives of
-    the harm signals it excludes (`signals.excludes`)."""
+    contrastive pairs); the everyday rows of its side, unless it opts out; (unless it opts out) the positives of
+    the harm signals it excludes (`signals.excludes`); and the positives of the harm signals it opposes."""
     rows = list(corpora[spec.name])
     if spec.kind == "harm":
         for name, other in corpora.items():
@@ -63,7 +63,15 @@ def training_set(
         rows.extend(everyday.get(spec.side, []))
     if spec.other_crises_as_negatives:
         rows.extend(other_crises(spec, corpora))
+    rows.extend(opposite_acts(spec, corpora))
     return rows
+
+
+def opposite_acts(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:
+    """Positives of the harm signals a protective signal opposes (`SignalSpec.opposes`), as its hard negatives."""
+    return [
+        replace(row, label=0, kind="hard_negative") for name in spec.opposes for row in corpora[name] if row.label == 1
+    ]
 
 
 def other_crises(spec: SignalSpec, corpora: dict[str, list[CorpusRow]]) -> list[CorpusRow]:

@@ -93,3 +93,35 @@ def test_other_crises_are_negatives_only_between_harms_that_do_not_co_occur():
     assert all(row.label == 0 for row in training_set(SIGNALS["user.violence"], corpora) if row.kind == OTHER_SIGNAL)
     assert not any(row.kind == OTHER_SIGNAL for row in training_set(SIGNALS["user.suicide"], corpora))
     assert not any(row.kind == OTHER_SIGNAL for row in training_set(SIGNALS["assistant.referral"], corpora))
+
+
+def test_a_protective_signal_learns_the_harm_it_opposes_as_its_negative():
+    from classifiers.corpus import load_all
+    from classifiers.training import training_set
+
+    corpora = load_all()
+    rows = training_set(SIGNALS["assistant.declines_task"], corpora)
+    opposed = [row for row in rows if row.signal != "assistant.declines_task"]
+    # every positive of enabling and means (an answer that performs the task) and nothing else borrowed
+    assert Counter(row.signal for row in opposed) == {
+        name: sum(row.label for row in corpora[name]) for name in ("assistant.enabling", "assistant.means")
+    }
+    assert all(row.label == 0 and row.kind == "hard_negative" for row in opposed)
+    assert all(row.signal == "assistant.referral" for row in training_set(SIGNALS["assistant.referral"], corpora))
+
+
+@pytest.mark.parametrize(
+    ("kind", "opposes", "message"),
+    [
+        ("harm", ("assistant.enabling",), "only a protective signal opposes"),
+        ("protective", ("assistant.no_such",), "'assistant.no_such' is not a harm signal"),
+        ("protective", ("user.suicide",), "'user.suicide' is not a harm signal of its side"),
+        ("protective", ("assistant.referral",), "'assistant.referral' is not a harm signal"),
+    ],
+)
+def test_opposing_a_signal_that_is_not_a_harm_of_the_same_side_is_refused(kind, opposes, message):
+    from classifiers.signals import register
+
+    with pytest.raises(ValueError, match=message):
+        register("assistant.checks_opposes", "assistant", kind, "a signal only this test registers", opposes=opposes)
+    assert "assistant.checks_opposes" not in SIGNALS
